@@ -1,0 +1,57 @@
+#pragma once
+// Batches of a dataset written straight into reusable buffers. With workers == 0 the
+// training thread fills each batch when asked; with workers > 0 that many threads fill
+// batches ahead, in order.
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "data/dataset.h"
+#include "tensor/buffer.h"
+
+namespace ddp {
+
+struct Batch {
+  const float* x = nullptr;  // (size, input_dim)
+  const float* y = nullptr;  // (size, output_dim)
+  int64_t size = 0;
+  int64_t index = 0;  // batch index within the epoch
+};
+
+class Loader {
+ public:
+  Loader(const Dataset& dataset, int64_t batch_size, int workers);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Begins an epoch over `indices` in their order: batches of batch_size, the last partial
+  // batch kept (PyTorch's drop_last=False), at most max_batches of them when >= 0.
+  void start_epoch(int64_t epoch, std::vector<int64_t> indices, int64_t max_batches = -1);
+  int64_t num_batches() const { return num_batches_; }
+
+  // The next batch of the epoch, or false at its end. Valid until the next call.
+  bool next(Batch& batch);
+
+ private:
+  // implementation detail, free to change
+  struct Slot;
+  const Dataset& dataset_;
+  int64_t batch_size_;
+  int workers_;
+  int64_t epoch_ = 0;
+  std::vector<int64_t> indices_;
+  int64_t num_batches_ = 0;
+  int64_t next_batch_ = 0;
+  std::vector<Slot*> slots_;
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  int64_t generation_ = 0;
+  int64_t next_to_fill_ = 0;
+};
+
+}  // namespace ddp

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ddpscope needs when any is missing, then configures and
+# builds a CMake preset. Usage: scripts/setup.sh PRESET [TARGET...]
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkg-config
+  libopenblas-dev libblis-dev libdnnl-dev
+  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
+  libgtest-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "ddpscope needs these Debian packages; install them as root and run this again:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+preset=${1:-release}
+shift || true
+cd "$(dirname "$0")/.."
+cmake --preset "$preset" >/dev/null
+if (($#)); then
+  cmake --build --preset "$preset" -j "$(nproc)" --target "$@"
+else
+  cmake --build --preset "$preset" -j "$(nproc)"
+fi

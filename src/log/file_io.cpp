@@ -1,0 +1,63 @@
+#include "log/file_io.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace ddp {
+namespace {
+
+[[noreturn]] void fail(const std::filesystem::path& path, std::string_view action) {
+  throw Error(ExitCode::kOther, fmt::format("cannot {} '{}': {}", action, path.string(), std::strerror(errno)));
+}
+
+void write_all(int fd, std::string_view content, const std::filesystem::path& path) {
+  while (!content.empty()) {
+    const ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      fail(path, "write");
+    }
+    content.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+  const std::filesystem::path temp = path.string() + ".tmp";
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(temp, "create");
+  write_all(fd, content, temp);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    fail(temp, "write");
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    fail(path, "replace");
+  }
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+void append_to_file(const std::filesystem::path& path, std::string_view content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) fail(path, "open for appending");
+  write_all(fd, content, path);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) fail(path, "write");
+}
+
+}  // namespace ddp

@@ -1,0 +1,15 @@
+#pragma once
+// Whole-file writes that never leave a half-written file behind, and plain appends.
+// Failures are an Error naming the file and the system's reason (exit 1).
+#include <filesystem>
+#include <string_view>
+
+namespace ddp {
+
+// Writes a temporary file beside `path`, fsyncs it, renames it over `path`, fsyncs the folder.
+void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+// Appends and fsyncs.
+void append_to_file(const std::filesystem::path& path, std::string_view content);
+
+}  // namespace ddp

@@ -1,0 +1,62 @@
+#pragma once
+// Attributes wall time to phases: the clock is always in exactly one phase, and switching
+// charges the time since the last switch to the phase being left. So the phases sum to
+// the time since start() by construction of the intervals, and cost one clock read each.
+#include <array>
+#include <chrono>
+#include <cstdint>
+
+#include "observe/phase.h"
+
+namespace ddp {
+
+class PhaseClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void start(Phase phase = Phase::kStartup) {
+    seconds_.fill(0);
+    calls_.fill(0);
+    current_ = phase;
+    last_ = Clock::now();
+    calls_[index(phase)] = 1;
+  }
+
+  // Leaves the current phase and enters `phase`; returns the phase left.
+  Phase enter(Phase phase) {
+    const Clock::time_point now = Clock::now();
+    seconds_[index(current_)] += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    const Phase left = current_;
+    current_ = phase;
+    ++calls_[index(phase)];
+    return left;
+  }
+
+  Phase current() const { return current_; }
+  // Seconds per phase up to the last switch (call enter() first to close the current one).
+  const std::array<double, kPhaseCount>& seconds() const { return seconds_; }
+  const std::array<int64_t, kPhaseCount>& calls() const { return calls_; }
+
+ private:
+  static std::size_t index(Phase p) { return static_cast<std::size_t>(p); }
+  std::array<double, kPhaseCount> seconds_{};
+  std::array<int64_t, kPhaseCount> calls_{};
+  Phase current_ = Phase::kOther;
+  Clock::time_point last_{};
+};
+
+// Enters a phase for a scope and returns to the previous one when it ends.
+class ScopedPhase {
+ public:
+  ScopedPhase(PhaseClock& clock, Phase phase) : clock_(clock), previous_(clock.enter(phase)) {}
+  ~ScopedPhase() { clock_.enter(previous_); }
+  ScopedPhase(const ScopedPhase&) = delete;
+  ScopedPhase& operator=(const ScopedPhase&) = delete;
+
+ private:
+  PhaseClock& clock_;
+  Phase previous_;
+};
+
+}  // namespace ddp

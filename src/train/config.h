@@ -1,0 +1,67 @@
+#pragma once
+// Every option of a run as plain structs with the seed's defaults (DESIGN §1). Parsed and
+// validated in one place (options.cpp); printed into hparams.yaml and summary.json.
+#include <cstdint>
+#include <string>
+
+#include "nn/mlp.h"
+#include "optim/optimizer.h"
+
+namespace ddp {
+
+struct DataOptions {
+  std::string data = "random";  // random | teacher | csv:PATH
+  int64_t dataset_size = 5000;
+  int64_t batch_size = 256;  // per device, as in Lightning
+  bool shuffle = true;
+  int loader_workers = 0;
+  uint64_t seed = 0;
+};
+
+// Lightning's Trainer arguments. Field order lets the seed write
+// Trainer({.strategy = "ddp", .devices = 3, .max_epochs = 200, .accumulate_grad_batches = 3}).
+struct TrainerOptions {
+  std::string accelerator = "cpu";  // cpu | cuda | auto
+  std::string strategy = "auto";    // auto | single | ddp
+  int devices = 1;
+  int num_nodes = 1;
+  int64_t max_epochs = 200;
+  int64_t max_steps = -1;  // -1: no limit
+  int64_t accumulate_grad_batches = 1;
+  int64_t check_val_every_n_epoch = 1;
+  double limit_train_batches = 1.0;  // a fraction of the epoch's batches, or a count:
+  bool limit_train_batches_is_count = false;
+  int64_t log_every_n_steps = 50;    // counted in optimizer steps
+  int threads_per_device = 1;
+  uint64_t seed = 0;  // the samplers' shuffle seed
+  // ddp
+  double bucket_cap_mb = 25.0;
+  bool no_overlap = false;
+  bool sync_every_micro_batch = false;
+  // observability and outputs
+  std::string profiler = "simple";  // none | simple | trace
+  int monitor_interval_ms = 100;
+  std::string monitor_mode = "background";  // background | per-step
+  std::string logger = "csv";               // comma list of csv,tensorboard,jsonl, or none
+  std::string default_root_dir = ".";
+  std::string name = "ddpscope_logs";
+  std::string version;                 // empty: the next free version_<n>
+  std::string progress_bar = "auto";  // auto | on | off
+  // checkpoints
+  std::string ckpt_path;
+  int64_t checkpoint_every_n_epochs = 0;
+  std::string init_from;
+};
+
+struct Config {
+  MlpShape model;
+  std::string activation = "relu";
+  DataOptions data;
+  OptimizerConfig optimizer;
+  bool weight_decay_given = false;  // else PyTorch's default for the optimizer (AdamW: 0.01)
+  TrainerOptions trainer;
+  std::string preset;       // "" or "seed"
+  std::string config_file;  // --config FILE.yaml, when given
+};
+
+}  // namespace ddp

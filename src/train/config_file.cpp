@@ -1,0 +1,143 @@
+// The YAML config reader, option resolution and cross-option validation.
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "train/options.h"
+#include "train/parse_value.h"
+
+namespace ddp {
+namespace {
+
+std::string scalar_text(const YAML::Node& node, const std::string& key, const std::string& path) {
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsSequence()) {
+    std::string joined;
+    for (const YAML::Node& item : node) {
+      if (!item.IsScalar()) break;
+      joined += (joined.empty() ? "" : ",") + item.Scalar();
+    }
+    return joined;
+  }
+  throw UsageError(fmt::format("--config {}: key '{}' (line {}) must be a value or a list of values", path,
+                               key, node.Mark().line + 1));
+}
+
+bool is_known_option(const std::string& key) {
+  std::string name = key;
+  std::replace(name.begin(), name.end(), '_', '-');
+  if (name == "preset") return true;
+  for (const OptionSpec& spec : option_specs()) {
+    if (spec.name == name || (!spec.negation.empty() && spec.negation == name)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("--config: cannot read '{}': no such file or not readable", path));
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(fmt::format("--config {}: line {}, column {}: {}", path, e.mark.line + 1,
+                                 e.mark.column + 1, e.msg));
+  }
+  std::vector<std::pair<std::string, std::string>> options;
+  if (root.IsNull()) return options;  // an empty file sets nothing
+  if (!root.IsMap()) {
+    throw UsageError(fmt::format("--config {}: expected a mapping of option names to values, e.g. 'batch_size: 256'", path));
+  }
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>();
+    if (!is_known_option(key)) {
+      throw UsageError(fmt::format(
+          "--config {}: unknown key '{}' (line {}); keys are the option names without dashes, e.g. batch_size",
+          path, key, entry.first.Mark().line + 1));
+    }
+    options.emplace_back(key, scalar_text(entry.second, key, path));
+  }
+  return options;
+}
+
+Config resolve_config(const std::vector<std::pair<std::string, std::string>>& command_line,
+                      const std::string& preset, const std::string& config_file) {
+  Config config;
+  std::vector<std::pair<std::string, std::string>> from_file;
+  if (!config_file.empty()) from_file = read_yaml_options(config_file);
+  std::string chosen_preset = preset;
+  for (const auto& [key, value] : from_file) {
+    if (key == "preset" && chosen_preset.empty()) chosen_preset = value;
+  }
+  if (!chosen_preset.empty()) apply_preset(config, chosen_preset);
+  for (const auto& [key, value] : from_file) {
+    if (key != "preset") apply_option(config, key, value);
+  }
+  for (const auto& [key, value] : command_line) apply_option(config, key, value);
+  config.config_file = config_file;
+  // PyTorch's defaults differ per optimizer: AdamW decays by 0.01 unless told otherwise.
+  if (!config.weight_decay_given && config.optimizer.kind == OptimizerKind::kAdamW) {
+    config.optimizer.weight_decay = 0.01;
+  }
+  return config;
+}
+
+void validate_config(const Config& c) {
+  const TrainerOptions& t = c.trainer;
+  if (t.max_epochs == 0) reject_value("max-epochs", "0", "an integer >= 1, or -1 with --max-steps");
+  if (t.max_epochs == -1 && t.max_steps == -1) {
+    throw UsageError("--max-epochs -1 trains until --max-steps, which is not set: give --max-steps N or --max-epochs N");
+  }
+  if (t.max_steps == 0) reject_value("max-steps", "0", "an integer >= 1, or -1 for no limit");
+  if (c.optimizer.momentum != 0 && c.optimizer.kind != OptimizerKind::kSgd) {
+    throw UsageError(fmt::format("--momentum {} applies to --optimizer sgd only (the optimizer is {})",
+                                 format_real(c.optimizer.momentum), optimizer_name(c.optimizer.kind)));
+  }
+  if (c.data.data.rfind("csv:", 0) != 0 && c.data.data != "random" && c.data.data != "teacher") {
+    reject_value("data", c.data.data, "random, teacher or csv:PATH");
+  }
+  if (c.data.data == "csv:") reject_value("data", c.data.data, "csv:PATH with a file path");
+  // The logger list: known names, no duplicates, 'none' alone.
+  std::vector<std::string> loggers;
+  for (size_t start = 0; start <= t.logger.size();) {
+    const size_t comma = std::min(t.logger.find(',', start), t.logger.size());
+    loggers.push_back(t.logger.substr(start, comma - start));
+    start = comma + 1;
+  }
+  for (const std::string& name : loggers) {
+    if (name != "csv" && name != "tensorboard" && name != "jsonl" && name != "none") {
+      reject_value("logger", t.logger, "a comma list of csv, tensorboard, jsonl, or none");
+    }
+    if (std::count(loggers.begin(), loggers.end(), name) > 1 || (name == "none" && loggers.size() > 1)) {
+      reject_value("logger", t.logger, "each of csv, tensorboard, jsonl at most once, or none alone");
+    }
+  }
+  if (t.name.empty() || t.name.find('/') != std::string::npos) {
+    reject_value("name", t.name, "a non-empty folder name without '/'");
+  }
+  if (t.version.find('/') != std::string::npos) reject_value("version", t.version, "a folder name without '/'");
+
+  // What belongs to later parts of the engine is refused until it exists.
+  auto not_yet = [](const std::string& what) {
+    throw UsageError(what + " is not available in this version of ddpscope yet; see docs/usage.md");
+  };
+  if (t.accelerator == "cuda") not_yet("--accelerator cuda (GPU training)");
+  if (t.strategy == "ddp" || t.devices > 1 || t.num_nodes > 1) {
+    not_yet(fmt::format("--strategy {} --devices {} (data-parallel training)", t.strategy, t.devices));
+  }
+  if (t.profiler == "trace") not_yet("--profiler trace");
+  for (const std::string& name : loggers) {
+    if (name == "tensorboard" || name == "jsonl") not_yet("--logger " + name);
+  }
+  if (t.monitor_mode == "per-step") not_yet("--monitor-mode per-step");
+  if (!t.ckpt_path.empty()) not_yet("--ckpt-path (resume from a checkpoint)");
+  if (!t.init_from.empty()) not_yet("--init-from (load parameters)");
+  if (t.checkpoint_every_n_epochs != 0) not_yet("--checkpoint-every-n-epochs");
+}
+
+}  // namespace ddp

@@ -1,0 +1,23 @@
+#pragma once
+// Text to typed option values; a bad value is a UsageError naming the option, the value
+// and what is accepted.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace ddp {
+
+[[noreturn]] void reject_value(std::string_view option, std::string_view value, std::string_view accepted);
+
+int64_t parse_int(std::string_view option, const std::string& value, int64_t min, int64_t max);
+double parse_real(std::string_view option, const std::string& value);
+bool parse_bool(std::string_view option, const std::string& value);
+// value must be one of choices.
+std::string parse_choice(std::string_view option, const std::string& value,
+                         std::initializer_list<std::string_view> choices);
+
+// Shortest text that reads back as the same double.
+std::string format_real(double value);
+
+}  // namespace ddp

@@ -1,0 +1,35 @@
+#pragma once
+// The seed's model and data module driven by options: what `ddpscope train` runs. The
+// steps are the seed's (forward, MSE, log), with matching output and target shapes.
+#include <memory>
+
+#include "train/config.h"
+#include "train/module.h"
+
+namespace ddp {
+
+class RegressionModel : public LightningModule {
+ public:
+  explicit RegressionModel(const Config& config);
+  double training_step(const Batch& batch, int64_t batch_idx) override;
+  double validation_step(const Batch& batch, int64_t batch_idx) override;
+  OptimizerConfig configure_optimizers() override { return optimizer_; }
+
+ private:
+  OptimizerConfig optimizer_;
+};
+
+class RegressionDataModule : public LightningDataModule {
+ public:
+  explicit RegressionDataModule(const Config& config) : options_(config.data), model_(config.model) {}
+  void setup() override;
+  DataLoaderSpec train_dataloader() override;
+  DataLoaderSpec val_dataloader() override;
+
+ private:
+  DataOptions options_;
+  MlpShape model_;
+  std::shared_ptr<const Dataset> dataset_;
+};
+
+}  // namespace ddp

@@ -1,0 +1,45 @@
+#pragma once
+// What a run measured, turned into summary.json (schema ddpscope.summary/1, DESIGN §2).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "observe/phase.h"
+
+namespace ddp {
+
+using PhaseSeconds = std::array<double, kPhaseCount>;
+
+struct AllreduceStats {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+struct RunStats {
+  std::string accelerator = "cpu";
+  std::string strategy = "single";
+  int world_size = 1;
+  int64_t epochs = 0;  // completed
+  int64_t optimizer_steps = 0;
+  int64_t train_samples = 0;  // over all ranks
+  double wall_seconds = 0;
+  std::optional<double> final_train_loss;
+  std::optional<double> final_val_loss;
+  std::vector<PhaseSeconds> phases_per_rank;
+  AllreduceStats allreduce;
+};
+
+// config: the resolved options as text; numbers and booleans become JSON numbers/booleans.
+nlohmann::ordered_json summary_json(const RunStats& stats,
+                                    const std::vector<std::pair<std::string, std::string>>& config);
+
+// The same options as a JSON object (also used by later tools that embed a config).
+nlohmann::ordered_json config_json(const std::vector<std::pair<std::string, std::string>>& config);
+
+}  // namespace ddp

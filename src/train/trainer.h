@@ -1,0 +1,61 @@
+#pragma once
+// Lightning's Trainer for MLPs: fit() runs the epochs, the training steps with gradient
+// accumulation, validation, logging and timing, and writes the run folder (DESIGN §2).
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "log/logger.h"
+#include "observe/phase_clock.h"
+#include "train/config.h"
+#include "train/metric_sink.h"
+#include "train/module.h"
+#include "train/progress_bar.h"
+#include "train/run_stats.h"
+
+namespace ddp {
+
+class Trainer {
+ public:
+  // The wall clock of the run starts here, as the seed's timer starts before the Trainer.
+  // hparams: the resolved options to record in hparams.yaml and summary.json.
+  explicit Trainer(TrainerOptions options, std::vector<std::pair<std::string, std::string>> hparams = {});
+
+  void fit(LightningModule& module, LightningDataModule& data);
+
+  bool is_global_zero() const { return true; }
+  const std::filesystem::path& log_dir() const { return log_dir_; }
+  int64_t global_step() const { return global_step_; }
+  const RunStats& stats() const { return stats_; }
+
+ private:
+  struct Loop;  // the loaders and optimizer of one fit()
+  void setup(LightningModule& module, LightningDataModule& data, Loop& loop);
+  // Returns false when max_steps ended training inside the epoch.
+  bool train_epoch(LightningModule& module, Loop& loop);
+  void validate(LightningModule& module, Loop& loop);
+  void log_training_metrics(int64_t batch, int64_t batches);
+  void log_metrics(const Metrics& metrics, int64_t step);
+  void flush_loggers();
+  void finish();
+
+  TrainerOptions options_;
+  std::vector<std::pair<std::string, std::string>> hparams_;
+  std::chrono::steady_clock::time_point start_;
+  PhaseClock clock_;
+  std::filesystem::path log_dir_;
+  std::vector<std::unique_ptr<Logger>> loggers_;
+  MetricSink train_metrics_;
+  MetricSink val_metrics_;
+  ProgressBar progress_;
+  int64_t epoch_ = 0;
+  int64_t global_step_ = 0;
+  RunStats stats_;
+};
+
+}  // namespace ddp

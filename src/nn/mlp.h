@@ -74,8 +74,8 @@ class Mlp {
   Buffer params_;
   Buffer grads_;
   std::vector<Buffer> activations_;  // activations_[l] is layer l's output (max_batch, out)
-  Buffer grad_a_;                    // two halves: dY of the current layer, dX of it
-  Buffer grad_b_;
+  Buffer grad_a_;  // (max_batch, max width): dLoss/dOutput, then dY and dX of each layer
+  Buffer grad_b_;  // in turn with grad_a_ as backward moves down a layer
 };
 
 }  // namespace ddp

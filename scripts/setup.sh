@@ -8,6 +8,7 @@ packages=(
   libopenblas-dev libblis-dev libdnnl-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -4,6 +4,7 @@
 // batches ahead, in order.
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -38,20 +39,28 @@ class Loader {
  private:
   // implementation detail, free to change
   struct Slot;
+  void worker_loop();
+  void abandon_epoch_locked();  // mutex_ held: drops queued batches, in-flight fills end unused
+
   const Dataset& dataset_;
   int64_t batch_size_;
   int workers_;
+  int64_t num_batches_ = 0;  // consumer side
+  int64_t next_batch_ = 0;   // consumer side: the batch next() returns next
+  Slot* held_ = nullptr;     // consumer side: the slot of the batch last returned
+  std::vector<std::unique_ptr<Slot>> slots_;  // batch b lives in slots_[b % size]
+  std::vector<std::thread> threads_;
+
+  // Shared with the workers, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable work_cv_;   // workers: a batch to fill, or stopping
+  std::condition_variable ready_cv_;  // consumer: a slot became ready
+  bool stopping_ = false;
+  int64_t generation_ = 0;  // bumped per epoch; a fill of an older generation is discarded
   int64_t epoch_ = 0;
   std::vector<int64_t> indices_;
-  int64_t num_batches_ = 0;
-  int64_t next_batch_ = 0;
-  std::vector<Slot*> slots_;
-  std::vector<std::thread> threads_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  int64_t generation_ = 0;
-  int64_t next_to_fill_ = 0;
+  int64_t fill_end_ = 0;      // batches of this generation to fill
+  int64_t next_to_fill_ = 0;  // the next batch a worker claims
 };
 
 }  // namespace ddp

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -76,7 +77,12 @@ Config resolve_config(const std::vector<std::pair<std::string, std::string>>& co
   }
   if (!chosen_preset.empty()) apply_preset(config, chosen_preset);
   for (const auto& [key, value] : from_file) {
-    if (key != "preset") apply_option(config, key, value);
+    if (key == "preset") continue;
+    try {
+      apply_option(config, key, value);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("--config {}: {}", config_file, e.what()));
+    }
   }
   for (const auto& [key, value] : command_line) apply_option(config, key, value);
   config.config_file = config_file;

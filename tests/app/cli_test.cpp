@@ -1,0 +1,162 @@
+// The command line as a user meets it: exit codes and the messages of every bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+using testing::fresh_dir;
+using testing::read_text;
+using testing::run_command;
+
+const std::string kBinary = DDPSCOPE_BINARY;
+// Small and fast; no progress bar.
+const std::string kQuick = " --dataset-size 64 --batch-size 16 --hidden-size 8 --max-epochs 2 --progress-bar off";
+
+testing::CommandResult train(const std::string& args, const std::string& test) {
+  return run_command(kBinary + " train" + kQuick + " " + args, fresh_dir(test));
+}
+
+void expect_usage_error(const std::string& args, const std::string& message, const std::string& test) {
+  const auto r = train(args, test);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << "for " << args << " stderr was:\n" << r.err;
+}
+
+TEST(Cli, TrainRunsAndPrintsTheSeedsLineLast) {
+  const auto r = train("", "train_ok");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string last = r.out.substr(r.out.rfind("Training completed in"));
+  EXPECT_TRUE(last.starts_with("Training completed in ")) << r.out;
+  EXPECT_TRUE(last.ends_with(" seconds\n")) << r.out;
+}
+
+TEST(Cli, VersionAndHelp) {
+  const auto version = run_command(kBinary + " --version", fresh_dir("version"));
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("ddpscope "), std::string::npos);
+  const auto help = run_command(kBinary + " train --help", fresh_dir("help"));
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* option : {"--batch-size", "--accumulate-grad-batches", "--no-shuffle", "--preset", "--config"}) {
+    EXPECT_NE(help.out.find(option), std::string::npos) << option;
+  }
+}
+
+TEST(Cli, BadOptionValuesExitTwoNamingOptionValueAndWhatIsAccepted) {
+  expect_usage_error("--batch-size 0", "--batch-size: '0' is not accepted; expected an integer >= 1", "bad_batch");
+  expect_usage_error("--hidden-size -3", "--hidden-size: '-3' is not accepted", "bad_hidden");
+  expect_usage_error("--dataset-size abc", "--dataset-size: 'abc' is not accepted", "bad_size");
+  expect_usage_error("--lr 0", "--lr: '0' is not accepted; expected a number > 0", "bad_lr");
+  expect_usage_error("--lr -1e-3", "--lr: '-1e-3' is not accepted", "bad_lr_neg");
+  expect_usage_error("--optimizer rmsprop", "--optimizer: 'rmsprop' is not accepted; expected one of adam, adamw, sgd",
+                     "bad_opt");
+  expect_usage_error("--betas 0.9", "--betas: '0.9' is not accepted; expected two numbers", "bad_betas");
+  expect_usage_error("--betas 0.9,1.5", "--betas: '0.9,1.5' is not accepted", "bad_betas2");
+  expect_usage_error("--betas 0.9,,0.99", "--betas: '0.9,,0.99' is not accepted", "bad_betas3");
+  expect_usage_error("--accumulate-grad-batches 0", "--accumulate-grad-batches: '0'", "bad_accum");
+  expect_usage_error("--limit-train-batches 1.5", "--limit-train-batches: '1.5' is not accepted", "bad_limit");
+  expect_usage_error("--data mnist", "--data: 'mnist' is not accepted; expected random, teacher or csv:PATH", "bad_data");
+  expect_usage_error("--logger csv,wandb", "--logger: 'csv,wandb' is not accepted", "bad_logger");
+  expect_usage_error("--logger csv,,csv", "--logger: 'csv,,csv' is not accepted", "bad_logger2");
+  expect_usage_error("--momentum 0.9", "--momentum 0.9 applies to --optimizer sgd only", "bad_momentum");
+  expect_usage_error("--max-epochs 0", "--max-epochs: '0' is not accepted", "bad_epochs");
+  expect_usage_error("--no-such-option 3", "no-such-option", "unknown_option");
+  expect_usage_error("--activation tanh", "--activation: 'tanh' is not accepted; expected one of relu", "bad_act");
+}
+
+TEST(Cli, FeaturesOfLaterVersionsAreRefusedWithExitTwo) {
+  expect_usage_error("--strategy ddp --devices 2", "data-parallel training) is not available", "later_ddp");
+  expect_usage_error("--profiler trace", "--profiler trace is not available", "later_trace");
+  expect_usage_error("--logger tensorboard", "--logger tensorboard is not available", "later_tb");
+  expect_usage_error("--ckpt-path x.safetensors", "--ckpt-path (resume from a checkpoint) is not available", "later_ckpt");
+  expect_usage_error("--accelerator cuda", "--accelerator cuda (GPU training) is not available", "later_cuda");
+  const auto r = run_command(kBinary + " doctor --preset seed", fresh_dir("later_doctor"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'ddpscope doctor' is not available"), std::string::npos) << r.err;
+}
+
+TEST(Cli, YamlConfigIsReadAndTheCommandLineOverridesIt) {
+  const auto dir = fresh_dir("yaml_ok");
+  std::ofstream(dir / "run.yaml") << "batch_size: 8\nhidden-size: 8\nmax_epochs: 1\nlr: 0.5\nshuffle: false\n";
+  const auto r = run_command(kBinary + " train --dataset-size 32 --progress-bar off --config run.yaml --lr 0.25", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string hparams = read_text(dir / "ddpscope_logs/version_0/hparams.yaml");
+  EXPECT_NE(hparams.find("batch_size: 8"), std::string::npos) << hparams;
+  EXPECT_NE(hparams.find("lr: 0.25"), std::string::npos) << hparams;
+  EXPECT_NE(hparams.find("shuffle: false"), std::string::npos) << hparams;
+}
+
+TEST(Cli, YamlErrorsExitTwo) {
+  const auto dir = fresh_dir("yaml_bad");
+  std::ofstream(dir / "unknown.yaml") << "batch_size: 8\nbatchsize: 3\n";
+  std::ofstream(dir / "syntax.yaml") << "batch_size: [8\n";
+  std::ofstream(dir / "value.yaml") << "batch_size: -1\n";
+  std::ofstream(dir / "list.yaml") << "- 1\n- 2\n";
+  const std::pair<const char*, const char*> cases[] = {
+      {"unknown.yaml", "unknown key 'batchsize' (line 2)"},
+      {"syntax.yaml", "syntax.yaml: line"},
+      {"value.yaml", "--config value.yaml: --batch-size: '-1' is not accepted"},
+      {"list.yaml", "expected a mapping of option names to values"},
+      {"missing.yaml", "--config: cannot read 'missing.yaml'"},
+  };
+  for (const auto& [file, message] : cases) {
+    const auto r = run_command(kBinary + " train --config " + file, dir);
+    EXPECT_EQ(r.exit_code, 2) << file;
+    EXPECT_NE(r.err.find(message), std::string::npos) << file << ": " << r.err;
+  }
+}
+
+TEST(Cli, PresetSeedSetsTheSeedsTrainerAndLaterOptionsOverrideIt) {
+  // The seed preset asks for ddp on 3 devices; overriding them runs on one device.
+  const auto dir = fresh_dir("preset");
+  const auto r = run_command(kBinary + " train --preset seed --strategy auto --devices 1" + kQuick, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string hparams = read_text(dir / "ddpscope_logs/version_0/hparams.yaml");
+  EXPECT_NE(hparams.find("accumulate_grad_batches: 3"), std::string::npos) << hparams;
+  EXPECT_NE(hparams.find("preset: seed"), std::string::npos) << hparams;
+  expect_usage_error("--preset llama", "--preset: 'llama' is not accepted; expected seed", "bad_preset");
+}
+
+TEST(Cli, CsvDataErrorsExitThreeWithFileLineAndColumn) {
+  const auto dir = fresh_dir("csv_bad");
+  std::ofstream(dir / "ragged.csv") << "1,2,3\n4,5\n";
+  std::ofstream(dir / "text.csv") << "1,2,3\n4,abc,6\n";
+  std::ofstream(dir / "empty.csv") << "";
+  const std::pair<const char*, const char*> cases[] = {
+      {"ragged.csv", "ragged.csv"},
+      {"text.csv", "'abc'"},
+      {"empty.csv", "empty.csv"},
+      {"missing.csv", "missing.csv"},
+  };
+  for (const auto& [file, message] : cases) {
+    const auto r = run_command(kBinary + " train --input-dim 2 --data csv:" + file + kQuick, dir);
+    EXPECT_EQ(r.exit_code, 3) << file << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << file << ": " << r.err;
+  }
+  const auto text = run_command(kBinary + " train --input-dim 2 --data csv:text.csv" + kQuick, dir);
+  EXPECT_NE(text.err.find("text.csv:2:2: cell 'abc' is not a number"), std::string::npos) << text.err;
+}
+
+TEST(Cli, NonFiniteLossStopsTheRunNamingTheStepAndKeepsTheMetrics) {
+  const auto dir = fresh_dir("nan");
+  const auto r = run_command(kBinary + " train --data teacher --optimizer sgd --lr 1e30 --log-every-n-steps 1" + kQuick, dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("training loss is"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("optimizer step"), std::string::npos) << r.err;
+  const std::string metrics = read_text(dir / "ddpscope_logs/version_0/metrics.csv");
+  EXPECT_TRUE(metrics.starts_with("epoch,step,train_loss")) << metrics;
+}
+
+TEST(Cli, UnwritableOutputFolderExitsTwo) {
+  const auto dir = fresh_dir("unwritable");
+  std::ofstream(dir / "file") << "not a folder";
+  const auto r = run_command(kBinary + " train --default-root-dir file/sub" + kQuick, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--default-root-dir: cannot create"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ddp

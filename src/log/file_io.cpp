@@ -57,7 +57,7 @@ void append_to_file(const std::filesystem::path& path, std::string_view content)
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) fail(path, "open for appending");
   write_all(fd, content, path);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) fail(path, "write");
+  if (::close(fd) != 0) fail(path, "write");
 }
 
 }  // namespace ddp

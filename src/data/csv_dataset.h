@@ -1,0 +1,29 @@
+#pragma once
+// A numeric CSV file loaded fully at construction: each row is input_dim inputs then
+// output_dim targets. An optional header (a first line whose cells are not all numbers) is
+// skipped, as are blank lines. Anything else that is not a finite number is a DataError
+// naming file, line and column.
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace ddp {
+
+class CsvDataset : public Dataset {
+ public:
+  CsvDataset(const std::string& path, int64_t input_dim, int64_t output_dim);
+  int64_t size() const override { return rows_; }
+  int64_t input_dim() const override { return input_dim_; }
+  int64_t output_dim() const override { return output_dim_; }
+  // The file's rows; epoch is ignored.
+  void fill(int64_t epoch, std::span<const int64_t> indices, float* x, float* y) const override;
+
+ private:
+  int64_t input_dim_, output_dim_;
+  int64_t rows_ = 0;
+  std::vector<float> x_;  // (rows, I)
+  std::vector<float> y_;  // (rows, O)
+};
+
+}  // namespace ddp

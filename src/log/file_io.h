@@ -9,7 +9,8 @@ namespace ddp {
 // Writes a temporary file beside `path`, fsyncs it, renames it over `path`, fsyncs the folder.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
-// Appends without fsync: the bytes survive a crash of the process (they are in the page
+// Appends all of `content` or, on failure, cuts the file back to its old size and throws.
+// Without fsync: the bytes survive a crash of the process (they are in the page
 // cache); an fsync per epoch would cost milliseconds each on the hot path.
 void append_to_file(const std::filesystem::path& path, std::string_view content);
 

@@ -9,6 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
+  protobuf-compiler
 )
 
 missing=()

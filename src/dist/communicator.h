@@ -11,10 +11,13 @@
 namespace ddp {
 
 // A started asynchronous allreduce; wait() blocks until the data is reduced in place.
+// test() returns whether it is done without blocking; MPI moves a nonblocking collective
+// forward only inside such calls, so a rank busy computing calls it now and then.
 class PendingAllreduce {
  public:
   virtual ~PendingAllreduce() = default;
   virtual void wait() = 0;
+  virtual bool test() = 0;
 };
 
 class Communicator {

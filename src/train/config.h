@@ -23,7 +23,7 @@ struct DataOptions {
 struct TrainerOptions {
   std::string accelerator = "cpu";  // cpu | cuda | auto
   std::string strategy = "auto";    // auto | single | ddp
-  int devices = 1;
+  int devices = 0;  // 0: auto (the MPI world's size under mpirun, else 1)
   int num_nodes = 1;
   int64_t max_epochs = 200;
   int64_t max_steps = -1;  // -1: no limit

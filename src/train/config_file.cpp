@@ -133,13 +133,11 @@ void validate_config(const Config& c) {
     throw UsageError(what + " is not available in this version of ddpscope yet; see docs/usage.md");
   };
   if (t.accelerator == "cuda") not_yet("--accelerator cuda (GPU training)");
-  if (t.strategy == "ddp" || t.devices > 1 || t.num_nodes > 1) {
-    not_yet(fmt::format("--strategy {} --devices {} (data-parallel training)", t.strategy, t.devices));
+  if (t.strategy == "single" && t.devices > 1) {
+    throw UsageError(fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp",
+                                 t.devices));
   }
   if (t.profiler == "trace") not_yet("--profiler trace");
-  for (const std::string& name : loggers) {
-    if (name == "tensorboard" || name == "jsonl") not_yet("--logger " + name);
-  }
   if (t.monitor_mode == "per-step") not_yet("--monitor-mode per-step");
   if (!t.ckpt_path.empty()) not_yet("--ckpt-path (resume from a checkpoint)");
   if (!t.init_from.empty()) not_yet("--init-from (load parameters)");

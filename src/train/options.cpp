@@ -142,6 +142,17 @@ OptionSpec limit_train_batches_option() {
   return spec;
 }
 
+OptionSpec devices_option() {
+  OptionSpec spec = named("devices", "trainer", "devices (ranks) to train on, or auto (mpirun's world, else 1)");
+  spec.set = [](Config& c, const std::string& v) {
+    c.trainer.devices = v == "auto" ? 0 : static_cast<int>(parse_int("devices", v, 1, 4096));
+  };
+  spec.get = [](const Config& c) {
+    return c.trainer.devices == 0 ? std::string("auto") : std::to_string(c.trainer.devices);
+  };
+  return spec;
+}
+
 OptionSpec seed_option() {
   OptionSpec spec = named("seed", "data", "seed of initialisation, data and shuffling");
   spec.set = [](Config& c, const std::string& v) {
@@ -183,7 +194,7 @@ std::vector<OptionSpec> make_table() {
   t.push_back(limit_train_batches_option());
   t.push_back(integer("log-every-n-steps", "trainer", "log training metrics every N optimizer steps", 1, kNoMax, [](C& c) -> auto& { return c.trainer.log_every_n_steps; }));
   t.push_back(choice("accelerator", "trainer", "cpu | cuda | auto", {"cpu", "cuda", "auto"}, [](C& c) -> auto& { return c.trainer.accelerator; }));
-  t.push_back(integer("devices", "trainer", "devices (ranks) to train on", 1, 4096, [](C& c) -> auto& { return c.trainer.devices; }));
+  t.push_back(devices_option());
   t.push_back(integer("num-nodes", "trainer", "machines (checked against the MPI world)", 1, 4096, [](C& c) -> auto& { return c.trainer.num_nodes; }));
   t.push_back(choice("strategy", "trainer", "auto | single | ddp", {"auto", "single", "ddp"}, [](C& c) -> auto& { return c.trainer.strategy; }));
   t.push_back(integer("threads-per-device", "trainer", "BLAS threads per rank", 1, 256, [](C& c) -> auto& { return c.trainer.threads_per_device; }));

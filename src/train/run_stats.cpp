@@ -59,9 +59,12 @@ nlohmann::ordered_json summary_json(const RunStats& stats,
   j["phases"] = phases_json(mean);
   j["phases_per_rank"] = nlohmann::ordered_json::array();
   for (const PhaseSeconds& rank : stats.phases_per_rank) j["phases_per_rank"].push_back(phases_json(rank));
-  j["allreduce"] = {{"calls", stats.allreduce.calls},
-                    {"bytes", stats.allreduce.bytes},
-                    {"seconds", stats.allreduce.seconds}};
+  auto allreduce_json = [](const AllreduceStats& a) {
+    return nlohmann::ordered_json{{"calls", a.calls}, {"bytes", a.bytes}, {"seconds", a.seconds}};
+  };
+  j["allreduce"] = allreduce_json(stats.allreduce);
+  j["allreduce_per_rank"] = nlohmann::ordered_json::array();
+  for (const AllreduceStats& a : stats.allreduce_per_rank) j["allreduce_per_rank"].push_back(allreduce_json(a));
   return j;
 }
 

@@ -9,17 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dist/grad_reducer.h"
 #include "observe/phase.h"
 
 namespace ddp {
 
 using PhaseSeconds = std::array<double, kPhaseCount>;
-
-struct AllreduceStats {
-  int64_t calls = 0;
-  int64_t bytes = 0;
-  double seconds = 0;
-};
 
 struct RunStats {
   std::string accelerator = "cpu";
@@ -32,7 +27,8 @@ struct RunStats {
   std::optional<double> final_train_loss;
   std::optional<double> final_val_loss;
   std::vector<PhaseSeconds> phases_per_rank;
-  AllreduceStats allreduce;
+  AllreduceStats allreduce;  // rank zero's
+  std::vector<AllreduceStats> allreduce_per_rank;
 };
 
 // config: the resolved options as text; numbers and booleans become JSON numbers/booleans.

@@ -5,10 +5,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <fstream>
+#include <functional>
 
 #include "base/error.h"
 #include "data/sampler.h"
+#include "dist/grad_reducer.h"
+#include "dist/launcher.h"
+#include "dist/mpi_communicator.h"
+#include "dist/world.h"
 #include "log/csv_logger.h"
+#include "log/jsonl_logger.h"
+#include "log/tensorboard_logger.h"
 #include "log/file_io.h"
 #include "log/run_dir.h"
 #include "tensor/gemm.h"
@@ -21,6 +30,8 @@ struct Trainer::Loop {
   std::unique_ptr<Loader> train_loader;
   std::unique_ptr<Loader> val_loader;
   std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<GradReducer> reducer;  // only with more than one rank
+  std::function<void(int64_t)> layer_hook;
 };
 
 namespace {
@@ -37,6 +48,32 @@ void check_spec(const DataLoaderSpec& spec, const Mlp& network, const char* whic
                                  which, spec.dataset->input_dim(), spec.dataset->output_dim(), shape.input_dim,
                                  shape.output_dim));
   }
+}
+
+// The command line of this process, to re-launch it under mpirun.
+std::vector<std::string> own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  return args;
+}
+
+// FNV-1a over the resolved options: ranks started with different options must not train.
+uint64_t config_hash(const std::vector<std::pair<std::string, std::string>>& hparams, const TrainerOptions& t) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](std::string_view text) {
+    for (unsigned char ch : text) h = (h ^ ch) * 0x100000001b3ull;
+    h = (h ^ 0xff) * 0x100000001b3ull;
+  };
+  for (const auto& [key, value] : hparams) {
+    mix(key);
+    mix(value);
+  }
+  for (const auto& field : {std::to_string(t.max_epochs), std::to_string(t.max_steps),
+                            std::to_string(t.accumulate_grad_batches), std::to_string(t.seed), t.strategy}) {
+    mix(field);
+  }
+  return h;
 }
 
 std::string hparams_yaml(const std::vector<std::pair<std::string, std::string>>& hparams) {
@@ -56,7 +93,33 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::pair<std::string, std:
       start_(std::chrono::steady_clock::now()),
       progress_(options_.progress_bar) {
   clock_.start(Phase::kStartup);
+  const bool distributed = options_.strategy == "ddp" || options_.devices > 1;
+  if (distributed && !launched_by_mpi()) {
+    if (options_.devices > 1) {
+      std::vector<std::string> args = own_command_line();
+      std::vector<char*> argv;
+      for (std::string& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      std::exit(relaunch_under_mpirun(static_cast<int>(args.size()), argv.data(), options_.devices,
+                                     options_.threads_per_device));
+    }
+  }
+  if (launched_by_mpi() && (distributed || options_.strategy == "auto")) {
+    comm_ = &mpi_world();
+    check_world(*comm_, options_.devices, options_.num_nodes);
+    if (comm_->size() > 1 && options_.strategy == "single") {
+      throw UsageError(fmt::format("--strategy single runs one device, but mpirun started {} ranks; use --strategy ddp",
+                                   comm_->size()));
+    }
+    check_same_config(*comm_, config_hash(hparams_, options_));
+  } else {
+    local_comm_ = make_local_communicator();
+    comm_ = local_comm_.get();
+  }
+  if (!is_global_zero()) progress_ = ProgressBar("off");
 }
+
+Trainer::~Trainer() = default;
 
 void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& loop) {
   set_gemm_threads(options_.threads_per_device);
@@ -74,19 +137,36 @@ void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& lo
   module.network_ = std::move(network);
 
   loop.optimizer = make_optimizer(module.configure_optimizers(), module.network().num_params());
+  if (comm_->size() > 1) start_distributed(module, loop);
   loop.train_loader = std::make_unique<Loader>(*loop.train_spec.dataset, loop.train_spec.batch_size,
                                                loop.train_spec.num_workers);
   loop.val_loader =
       std::make_unique<Loader>(*loop.val_spec.dataset, loop.val_spec.batch_size, loop.val_spec.num_workers);
 
+  if (!is_global_zero()) return;  // only rank zero writes files
   log_dir_ = make_run_dir(options_.default_root_dir, options_.name, options_.version);
   write_file_atomically(log_dir_ / "hparams.yaml", hparams_yaml(hparams_));
   for (size_t start = 0; start <= options_.logger.size();) {
     const size_t comma = std::min(options_.logger.find(',', start), options_.logger.size());
     const std::string name = options_.logger.substr(start, comma - start);
     if (name == "csv") loggers_.push_back(std::make_unique<CsvLogger>(log_dir_ / "metrics.csv"));
+    if (name == "tensorboard") loggers_.push_back(std::make_unique<TensorBoardLogger>(log_dir_));
+    if (name == "jsonl") loggers_.push_back(std::make_unique<JsonlLogger>(log_dir_));
     start = comma + 1;
   }
+}
+
+void Trainer::start_distributed(LightningModule& module, Loop& loop) {
+  // Every rank starts from rank zero's parameters, as DDP's constructor broadcasts them.
+  const std::span<float> params = module.network().params();
+  comm_->broadcast(std::as_writable_bytes(params), 0);
+  GradReducerOptions reducer_options;
+  reducer_options.bucket_cap_bytes = static_cast<std::size_t>(options_.bucket_cap_mb * (1 << 20));
+  reducer_options.first_bucket_cap_bytes = std::min(reducer_options.first_bucket_cap_bytes,
+                                                    reducer_options.bucket_cap_bytes);
+  reducer_options.overlap = !options_.no_overlap;
+  loop.reducer = std::make_unique<GradReducer>(*comm_, module.network(), reducer_options);
+  loop.layer_hook = loop.reducer->layer_hook();
 }
 
 void Trainer::fit(LightningModule& module, LightningDataModule& data) {
@@ -112,12 +192,13 @@ void Trainer::fit(LightningModule& module, LightningDataModule& data) {
     throw;
   }
   module.sink_ = nullptr;
-  finish();
+  finish(loop);
 }
 
 bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
   const Dataset& dataset = *loop.train_spec.dataset;
   std::vector<int64_t> order = epoch_order(dataset.size(), loop.train_spec.shuffle, options_.seed, epoch_);
+  if (comm_->size() > 1) order = shard_for_rank(order, comm_->size(), comm_->rank());  // DistributedSampler
   const int64_t full = (static_cast<int64_t>(order.size()) + loop.train_spec.batch_size - 1) / loop.train_spec.batch_size;
   const int64_t limit = options_.limit_train_batches_is_count
                             ? static_cast<int64_t>(options_.limit_train_batches)
@@ -150,7 +231,16 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
     stats_.final_train_loss = loss;
 
     clock_.enter(Phase::kBackward);
-    net.backward(batch.x, batch.size);
+    if (loop.reducer) {
+      // Lightning's no_sync: only the micro-batch that steps the optimizer communicates.
+      const bool sync = step_optimizer || options_.sync_every_micro_batch;
+      loop.reducer->begin_backward(sync);
+      net.backward(batch.x, batch.size, loop.layer_hook);
+      clock_.enter(Phase::kCommWait);
+      loop.reducer->finish();
+    } else {
+      net.backward(batch.x, batch.size);
+    }
     stats_.train_samples += batch.size;
 
     if (step_optimizer) {
@@ -161,7 +251,7 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
       stats_.optimizer_steps = global_step_;
       if (global_step_ % options_.log_every_n_steps == 0) {
         clock_.enter(Phase::kLogging);
-        log_metrics(train_metrics_.latest(), global_step_ - 1);
+        log_metrics(global_mean(train_metrics_.latest()), global_step_ - 1);
       }
       if (options_.max_steps > 0 && global_step_ >= options_.max_steps) return false;
     }
@@ -177,7 +267,15 @@ void Trainer::validate(LightningModule& module, Loop& loop) {
   clock_.enter(Phase::kValidation);
   const Dataset& dataset = *loop.val_spec.dataset;
   Loader& loader = *loop.val_loader;
-  loader.start_epoch(epoch_, epoch_order(dataset.size(), false, options_.seed, epoch_));
+  // Each rank validates every W-th sample without DistributedSampler's padding, so that
+  // the reduced sums give the exact mean over the validation set.
+  std::vector<int64_t> order = epoch_order(dataset.size(), false, options_.seed, epoch_);
+  if (comm_->size() > 1) {
+    std::vector<int64_t> mine;
+    for (std::size_t i = comm_->rank(); i < order.size(); i += comm_->size()) mine.push_back(order[i]);
+    order = std::move(mine);
+  }
+  loader.start_epoch(epoch_, std::move(order));
   val_metrics_.clear();
   module.sink_ = &val_metrics_;
   module.training_ = false;
@@ -189,13 +287,27 @@ void Trainer::validate(LightningModule& module, Loop& loop) {
   module.training_ = true;
   module.sink_ = &train_metrics_;
 
+  std::vector<MetricSink::Entry>& entries = val_metrics_.entries();
+  std::vector<double> sums;
+  for (const MetricSink::Entry& e : entries) sums.insert(sums.end(), {e.weighted_sum, e.weight});
+  if (comm_->size() > 1) comm_->allreduce_sum(std::span<double>(sums));
   Metrics epoch_means;
-  for (const MetricSink::Entry& e : val_metrics_.entries()) {
-    epoch_means.emplace_back(e.name, e.weight > 0 ? e.weighted_sum / e.weight : 0.0);
-    if (e.name == "val_loss") stats_.final_val_loss = epoch_means.back().second;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    epoch_means.emplace_back(entries[i].name, sums[2 * i + 1] > 0 ? sums[2 * i] / sums[2 * i + 1] : 0.0);
+    if (entries[i].name == "val_loss") stats_.final_val_loss = epoch_means.back().second;
   }
   clock_.enter(Phase::kLogging);
   log_metrics(epoch_means, std::max<int64_t>(global_step_ - 1, 0));
+}
+
+Metrics Trainer::global_mean(const Metrics& local) {
+  if (comm_->size() == 1) return local;
+  std::vector<double> values;
+  for (const auto& [name, value] : local) values.push_back(value / comm_->size());
+  comm_->allreduce_sum(std::span<double>(values));
+  Metrics out = local;
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].second = values[i];
+  return out;
 }
 
 void Trainer::log_metrics(const Metrics& metrics, int64_t step) {
@@ -203,17 +315,52 @@ void Trainer::log_metrics(const Metrics& metrics, int64_t step) {
   for (auto& logger : loggers_) logger->log_metrics(metrics, epoch_, step);
 }
 
+// Flushes every logger even when one fails, then reports the first failure.
 void Trainer::flush_loggers() {
-  for (auto& logger : loggers_) logger->flush();
+  std::exception_ptr first_error;
+  for (auto& logger : loggers_) {
+    try {
+      logger->flush();
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
 }
 
-void Trainer::finish() {
+void Trainer::finish(const Loop& loop) {
   progress_.finish();
+  if (stats_.final_train_loss) {
+    stats_.final_train_loss = global_mean({{"train_loss", *stats_.final_train_loss}})[0].second;
+  }
+  const AllreduceStats allreduce = loop.reducer ? loop.reducer->stats() : AllreduceStats{};
   clock_.enter(Phase::kLogging);
   stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  stats_.strategy = options_.strategy == "auto" ? "single" : options_.strategy;
-  stats_.phases_per_rank = {clock_.seconds()};
-  write_file_atomically(log_dir_ / "summary.json", summary_json(stats_, hparams_).dump(2) + "\n");
+  stats_.world_size = comm_->size();
+  stats_.strategy = comm_->size() > 1 ? "ddp" : options_.strategy == "auto" ? "single" : options_.strategy;
+
+  // Every rank's phases and communication, gathered by rank zero.
+  const int world = comm_->size();
+  stats_.phases_per_rank.assign(world, PhaseSeconds{});
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    const std::vector<double> all = comm_->allgather(clock_.seconds()[p]);
+    for (int r = 0; r < world; ++r) stats_.phases_per_rank[r][p] = all[r];
+  }
+  const std::vector<uint64_t> calls = comm_->allgather(static_cast<uint64_t>(allreduce.calls));
+  const std::vector<uint64_t> bytes = comm_->allgather(static_cast<uint64_t>(allreduce.bytes));
+  const std::vector<double> seconds = comm_->allgather(allreduce.seconds);
+  const std::vector<uint64_t> samples = comm_->allgather(static_cast<uint64_t>(stats_.train_samples));
+  stats_.allreduce_per_rank.clear();
+  stats_.train_samples = 0;
+  for (int r = 0; r < world; ++r) {
+    stats_.allreduce_per_rank.push_back(
+        {static_cast<int64_t>(calls[r]), static_cast<int64_t>(bytes[r]), seconds[r]});
+    stats_.train_samples += static_cast<int64_t>(samples[r]);
+  }
+  stats_.allreduce = stats_.allreduce_per_rank[0];
+  if (is_global_zero()) {
+    write_file_atomically(log_dir_ / "summary.json", summary_json(stats_, hparams_).dump(2) + "\n");
+  }
 }
 
 }  // namespace ddp

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "log/logger.h"
 #include "observe/phase_clock.h"
 #include "train/config.h"
@@ -24,11 +25,16 @@ class Trainer {
  public:
   // The wall clock of the run starts here, as the seed's timer starts before the Trainer.
   // hparams: the resolved options to record in hparams.yaml and summary.json.
+  // With --strategy ddp on N devices in a process that mpirun did not start, this
+  // re-launches the program under `mpirun -np N` and exits with the job's exit code, as
+  // Lightning's DDP launcher re-runs the script; under mpirun it joins the world.
   explicit Trainer(TrainerOptions options, std::vector<std::pair<std::string, std::string>> hparams = {});
+  ~Trainer();
 
   void fit(LightningModule& module, LightningDataModule& data);
 
-  bool is_global_zero() const { return true; }
+  bool is_global_zero() const { return comm_->rank() == 0; }
+  int world_size() const { return comm_->size(); }
   const std::filesystem::path& log_dir() const { return log_dir_; }
   int64_t global_step() const { return global_step_; }
   const RunStats& stats() const { return stats_; }
@@ -39,15 +45,18 @@ class Trainer {
   // Returns false when max_steps ended training inside the epoch.
   bool train_epoch(LightningModule& module, Loop& loop);
   void validate(LightningModule& module, Loop& loop);
-  void log_training_metrics(int64_t batch, int64_t batches);
+  void start_distributed(LightningModule& module, Loop& loop);
+  Metrics global_mean(const Metrics& local);
   void log_metrics(const Metrics& metrics, int64_t step);
   void flush_loggers();
-  void finish();
+  void finish(const Loop& loop);
 
   TrainerOptions options_;
   std::vector<std::pair<std::string, std::string>> hparams_;
   std::chrono::steady_clock::time_point start_;
   PhaseClock clock_;
+  Communicator* comm_ = nullptr;  // the MPI world, or local_comm_
+  std::unique_ptr<Communicator> local_comm_;
   std::filesystem::path log_dir_;
   std::vector<std::unique_ptr<Logger>> loggers_;
   MetricSink train_metrics_;

@@ -68,14 +68,21 @@ TEST(Cli, BadOptionValuesExitTwoNamingOptionValueAndWhatIsAccepted) {
 }
 
 TEST(Cli, FeaturesOfLaterVersionsAreRefusedWithExitTwo) {
-  expect_usage_error("--strategy ddp --devices 2", "data-parallel training) is not available", "later_ddp");
   expect_usage_error("--profiler trace", "--profiler trace is not available", "later_trace");
-  expect_usage_error("--logger tensorboard", "--logger tensorboard is not available", "later_tb");
   expect_usage_error("--ckpt-path x.safetensors", "--ckpt-path (resume from a checkpoint) is not available", "later_ckpt");
   expect_usage_error("--accelerator cuda", "--accelerator cuda (GPU training) is not available", "later_cuda");
   const auto r = run_command(kBinary + " doctor --preset seed", fresh_dir("later_doctor"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("'ddpscope doctor' is not available"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ProgressBarDrawsEpochsWhenOn) {
+  const auto r = train("--progress-bar on", "progress");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("Epoch 2/2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("train_loss="), std::string::npos) << r.err;
+  const auto off = train("", "progress_off");  // stderr is a file here: auto means off
+  EXPECT_EQ(off.err.find("Epoch"), std::string::npos) << off.err;
 }
 
 TEST(Cli, YamlConfigIsReadAndTheCommandLineOverridesIt) {

@@ -1,0 +1,82 @@
+#pragma once
+// Bounds every blocking collective (DESIGN §3: "never a hang"). Blocking MPI calls cannot
+// time out, so a thread per rank watches them: a collective that makes no progress for
+// timeout_s ends the job with MPI_Abort(MPI_COMM_WORLD, 4) and a message naming the ranks
+// that stopped responding.
+//
+// Naming them: every rank counts the collectives it has entered. When rank R's collective
+// #k stalls, R's watchdog asks every other rank's watchdog (small point-to-point messages
+// on a communicator of their own) for its count. A rank that does not answer within a
+// grace period is stopped or dead (SIGSTOP, killed, hung in the kernel); one that answers
+// with a count below k is running but never reached collective #k (stuck in compute). The
+// watchdog threads answer while their main threads sit inside MPI, which is why the
+// communicator asks for MPI_THREAD_MULTIPLE. The same thread also serves queries when
+// idle; it polls every kPollSeconds, so it costs nothing measurable.
+#include "dist/mpi_c.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <thread>
+
+namespace ddp {
+
+// DDPSCOPE_COMM_TIMEOUT_S (seconds, > 0), default kDefaultCommTimeoutSeconds. The default
+// keeps detection + diagnosis + abort within the 30 s that DESIGN §3 promises.
+inline constexpr double kDefaultCommTimeoutSeconds = 20.0;
+double comm_timeout_from_env();
+
+class CommWatchdog {
+ public:
+  static constexpr double kPollSeconds = 0.05;
+  static constexpr double kGraceSeconds = 2.0;  // for the other ranks' answers
+
+  // diag_comm: a communicator used only by the watchdogs (same group as the watched one).
+  CommWatchdog(MPI_Comm diag_comm, double timeout_s);
+  ~CommWatchdog();
+  CommWatchdog(const CommWatchdog&) = delete;
+  CommWatchdog& operator=(const CommWatchdog&) = delete;
+
+  // started(): a collective was entered (blocking or the start of a nonblocking one).
+  // arm()/disarm() bracket the time a thread blocks in it; operation is a string literal.
+  // One armed at a time per process.
+  void started() { entered_.fetch_add(1, std::memory_order_relaxed); }
+  void arm(const char* operation);
+  void disarm() { armed_at_ns_.store(0, std::memory_order_release); }
+
+  double timeout_s() const { return timeout_s_; }
+  int64_t collectives_entered() const { return entered_.load(); }
+
+ private:
+  struct Reply {
+    MPI_Request request = MPI_REQUEST_NULL;
+    int64_t entered = 0;
+  };
+
+  void run();
+  void serve_queries();
+  [[noreturn]] void diagnose_and_abort(const char* operation);
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+  double timeout_s_;
+
+  std::atomic<int64_t> entered_{0};
+  std::atomic<int64_t> armed_at_ns_{0};  // steady clock; 0 while no collective is in progress
+  std::atomic<const char*> operation_{nullptr};
+
+  // Touched only by the watchdog thread (and by the destructor after joining it).
+  int64_t query_value_ = 0;
+  MPI_Request query_request_ = MPI_REQUEST_NULL;
+  std::list<Reply> replies_;  // answers in flight; a list keeps their buffers in place
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ddp

@@ -1,0 +1,91 @@
+#include "dist/grad_reducer.h"
+
+#include <chrono>
+
+#include "base/error.h"
+
+namespace ddp {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+GradReducer::GradReducer(Communicator& comm, Mlp& model, const GradReducerOptions& options)
+    : comm_(comm),
+      grads_(model.grads()),
+      num_layers_(static_cast<int64_t>(model.layers().size())),
+      options_(options),
+      buckets_(plan_buckets(model.layers(), options.bucket_cap_bytes, options.first_bucket_cap_bytes)) {
+  DDP_CHECK(options.bucket_cap_bytes > 0 && options.first_bucket_cap_bytes > 0);
+  DDP_CHECK(buckets_.front().end == grads_.size() && buckets_.back().begin == 0);
+  in_flight_.reserve(buckets_.size());
+}
+
+void GradReducer::begin_backward(bool sync) {
+  DDP_CHECK(next_layer_ < 0, "begin_backward() before the previous synced backward's finish()");
+  sync_ = sync;
+  if (!sync) return;
+  next_layer_ = num_layers_ - 1;
+  next_bucket_ = 0;
+}
+
+void GradReducer::on_layer_done(int64_t layer) {
+  if (!sync_) return;
+  DDP_CHECK(layer == next_layer_, "backward must report layers L-1 down to 0, each once");
+  --next_layer_;
+  if (!options_.overlap) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (InFlight& f : in_flight_) f.request->test();  // progress for the ones in flight
+  const GradBucket& bucket = buckets_[next_bucket_];
+  if (layer == bucket.first_layer) {
+    const bool last = ++next_bucket_ == buckets_.size();
+    if (!last) {  // finish() reduces the last one with the blocking allreduce
+      in_flight_.push_back({slice(bucket), comm_.allreduce_sum_async(slice(bucket))});
+      ++stats_.calls;
+      stats_.bytes += static_cast<int64_t>(bucket.bytes());
+    }
+  }
+  stats_.seconds += seconds_since(start);
+}
+
+void GradReducer::finish() {
+  if (!sync_) return;
+  DDP_CHECK(next_layer_ == -1, "finish() before backward reported every layer");
+  sync_ = false;
+  if (!options_.overlap) {
+    const auto start = std::chrono::steady_clock::now();
+    comm_.allreduce_sum(grads_);
+    count(grads_, seconds_since(start));
+    divide_by_world(grads_);
+    return;
+  }
+  for (InFlight& f : in_flight_) {
+    const auto start = std::chrono::steady_clock::now();
+    f.request->wait();
+    stats_.seconds += seconds_since(start);
+    divide_by_world(f.slice);
+  }
+  in_flight_.clear();
+  const std::span<float> last = slice(buckets_.back());
+  const auto start = std::chrono::steady_clock::now();
+  comm_.allreduce_sum(last);
+  count(last, seconds_since(start));
+  divide_by_world(last);
+}
+
+void GradReducer::count(std::span<float> slice, double seconds) {
+  ++stats_.calls;
+  stats_.bytes += static_cast<int64_t>(slice.size_bytes());
+  stats_.seconds += seconds;
+}
+
+void GradReducer::divide_by_world(std::span<float> slice) const {
+  if (comm_.size() == 1) return;
+  const float inverse = 1.0f / static_cast<float>(comm_.size());
+  for (float& g : slice) g *= inverse;
+}
+
+}  // namespace ddp

@@ -1,0 +1,90 @@
+#pragma once
+// Averages gradients across ranks in buckets (DESIGN §3), as PyTorch DDP's Reducer does.
+// Per micro-batch:
+//   reducer.begin_backward(sync);                 // sync = micro + 1 == accumulate
+//   model.backward(x, b, reducer.layer_hook());   // full buckets start reducing
+//   reducer.finish();                             // comm_wait: all reduced, divided by W
+// A micro-batch with sync == false (Lightning's no_sync) communicates nothing; its
+// gradients accumulate locally and travel with the next synced micro-batch.
+//
+// Overlap: a bucket whose layers are all done starts a nonblocking allreduce at once, and
+// every later layer's callback tests the pending ones, which is when MPI moves them on;
+// finish() waits for them in order. The last bucket (full only when backward ends) is
+// reduced in finish() with the blocking allreduce, which is Open MPI's faster algorithm,
+// so a one-bucket model (the seed's 0.5 MB) costs exactly one blocking allreduce.
+// Why nonblocking MPI and not a communication thread: measured, not assumed; see
+// docs/performance.md ("Allreduce: communicator vs raw MPI"). With one core per rank a
+// thread only time-slices with backward and was slower in 5 of 6 runs; bench/
+// allreduce_bench.cpp keeps the thread design for re-measuring where ranks have spare cores.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "dist/bucket_plan.h"
+#include "dist/communicator.h"
+#include "nn/mlp.h"
+
+namespace ddp {
+
+// Gradient communication of one rank: allreduce calls, their payload bytes and the
+// seconds spent inside communication calls (starting, testing, waiting, blocking).
+struct AllreduceStats {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+struct GradReducerOptions {
+  std::size_t bucket_cap_bytes = kDefaultBucketCapBytes;  // --bucket-cap-mb * 2^20
+  std::size_t first_bucket_cap_bytes = kDefaultFirstBucketCapBytes;
+  bool overlap = true;  // false (--no-overlap): one allreduce of the whole buffer after backward
+};
+
+class GradReducer {
+ public:
+  // Reduces model.grads() in place; comm and model must outlive the reducer.
+  GradReducer(Communicator& comm, Mlp& model, const GradReducerOptions& options = {});
+
+  // No other collective on comm between begin_backward(true) and finish(): bucket
+  // allreduces may be in flight.
+  void begin_backward(bool sync);
+  // Backward's callback: layer l's gradients are final (l = L-1 down to 0, each once).
+  void on_layer_done(int64_t layer);
+  std::function<void(int64_t)> layer_hook() {
+    return [this](int64_t layer) { on_layer_done(layer); };
+  }
+  // After backward: returns once every rank's gradients are summed and divided by W
+  // (at once when the micro-batch did not sync).
+  void finish();
+
+  const std::vector<GradBucket>& buckets() const { return buckets_; }
+  std::size_t num_buckets() const { return buckets_.size(); }
+  bool overlap() const { return options_.overlap; }
+  const AllreduceStats& stats() const { return stats_; }
+
+ private:
+  struct InFlight {
+    std::span<float> slice;
+    std::unique_ptr<PendingAllreduce> request;
+  };
+
+  std::span<float> slice(const GradBucket& bucket) const { return grads_.subspan(bucket.begin, bucket.end - bucket.begin); }
+  void count(std::span<float> slice, double seconds);
+  void divide_by_world(std::span<float> slice) const;
+
+  Communicator& comm_;
+  std::span<float> grads_;
+  int64_t num_layers_;
+  GradReducerOptions options_;
+  std::vector<GradBucket> buckets_;
+
+  bool sync_ = false;
+  int64_t next_layer_ = -1;      // the layer backward must report next
+  std::size_t next_bucket_ = 0;  // the bucket that layer belongs to
+  std::vector<InFlight> in_flight_;
+  AllreduceStats stats_;
+};
+
+}  // namespace ddp

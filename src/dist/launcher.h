@@ -1,0 +1,29 @@
+#pragma once
+// Starting and checking the world of ranks (DESIGN §3): `ddpscope train --devices 3`
+// started by hand re-runs itself under mpirun; started by mpirun or srun it takes the world
+// it is given, after checking that it is the one the options ask for.
+#include <cstdint>
+
+#include "dist/communicator.h"
+
+namespace ddp {
+
+// Runs `mpirun -np devices --bind-to core <this executable> argv[1..]` and returns the exit
+// code the job should end with. Ranks get one core each (threads_per_device cores with
+// --map-by slot:PE=T); with fewer cores than that it oversubscribes unpinned and says so
+// on stderr. As root it adds --allow-run-as-root. SIGINT/SIGTERM are forwarded to mpirun.
+// A rank killed by a signal or gone without finishing becomes exit code 4 with a message
+// naming the rank; otherwise mpirun's own code is returned. The children see
+// DDPSCOPE_LAUNCHED=1, which makes a second re-launch an error instead of a fork bomb.
+// Throws UsageError when mpirun is not on PATH.
+int relaunch_under_mpirun(int argc, char** argv, int devices, int threads_per_device = 1);
+
+// Collective. devices_requested: --devices, or 0 when omitted; num_nodes: --num-nodes.
+// Throws UsageError (on every rank alike) when the world differs from what was asked.
+void check_world(Communicator& comm, int devices_requested, int num_nodes);
+
+// Collective. Throws UsageError (on every rank alike) naming the ranks whose resolved
+// configuration hash differs from rank 0's.
+void check_same_config(Communicator& comm, uint64_t config_hash);
+
+}  // namespace ddp

@@ -1,0 +1,28 @@
+#include "dist/world.h"
+
+#include "dist/mpi_c.h"
+
+#include <memory>
+
+#include "dist/mpi_communicator.h"
+
+namespace ddp {
+namespace {
+std::unique_ptr<Communicator>& world_slot() {
+  static std::unique_ptr<Communicator> world;
+  return world;
+}
+}  // namespace
+
+Communicator& mpi_world() {
+  std::unique_ptr<Communicator>& world = world_slot();
+  if (!world) world = make_mpi_communicator();
+  return *world;
+}
+
+void end_job_on_error(int exit_code) {
+  const std::unique_ptr<Communicator>& world = world_slot();
+  if (world && world->size() > 1) abort_mpi_job(exit_code);
+}
+
+}  // namespace ddp

@@ -20,6 +20,8 @@ Communicator& mpi_world() {
   return *world;
 }
 
+void release_mpi_world() { world_slot().reset(); }
+
 void end_job_on_error(int exit_code) {
   const std::unique_ptr<Communicator>& world = world_slot();
   if (world && world->size() > 1) abort_mpi_job(exit_code);

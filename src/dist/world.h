@@ -7,6 +7,10 @@ namespace ddp {
 
 Communicator& mpi_world();
 
+// Stops the world's threads and, when it started MPI, finalises it. For programs that
+// finalise MPI themselves (the multi-rank tests): call it first.
+void release_mpi_world();
+
 // Ends the job after an error on this rank: MPI_Abort with the code when this process is
 // one of several ranks (the others would wait for it in a collective), else just returns.
 void end_job_on_error(int exit_code);

@@ -4,6 +4,7 @@
 // MPI that does not start is a failure, never a skip (STYLE §11).
 #include <gtest/gtest.h>
 #include "dist/mpi_c.h"
+#include "dist/world.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   if (rank == 0 && any_failed && !failed) std::fprintf(stderr, "FAILED on another rank (see its [rank R] lines)\n");
   std::fflush(stdout);
   std::fflush(stderr);
+  ddp::release_mpi_world();  // Trainers share a world whose threads must stop before MPI does
   MPI_Finalize();
   return any_failed;
 }

@@ -167,3 +167,51 @@ TEST(Cli, UnwritableOutputFolderExitsTwo) {
 
 }  // namespace
 }  // namespace ddp
+
+namespace ddp {
+namespace {
+
+const std::string kMpirun = std::string(DDPSCOPE_MPIRUN) + " --allow-run-as-root --oversubscribe --bind-to none";
+const std::string kDdpRun = " --strategy ddp --data teacher --dataset-size 120 --batch-size 8 --hidden-size 8"
+                            " --max-epochs 3 --log-every-n-steps 2 --progress-bar off";
+
+TEST(CliDdp, SelfRelaunchAndExplicitMpirunGiveTheSameResult) {
+  const auto self_dir = fresh_dir("launch_self");
+  const auto self = run_command(kBinary + " train --devices 2" + kDdpRun, self_dir);
+  ASSERT_EQ(self.exit_code, 0) << self.err;
+  EXPECT_NE(self.out.find("Training completed in"), std::string::npos) << self.out;
+  const auto mpi_dir = fresh_dir("launch_mpirun");
+  const auto mpi = run_command(kMpirun + " -np 2 " + kBinary + " train" + kDdpRun, mpi_dir);
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.err;
+  // Only rank zero prints and writes.
+  EXPECT_EQ(self.out.find("Training completed in"), self.out.rfind("Training completed in")) << self.out;
+  EXPECT_EQ(mpi.out.find("Training completed in"), mpi.out.rfind("Training completed in")) << mpi.out;
+  const std::string a = read_text(self_dir / "ddpscope_logs/version_0/metrics.csv");
+  const std::string b = read_text(mpi_dir / "ddpscope_logs/version_0/metrics.csv");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  const auto summary = nlohmann::json::parse(read_text(mpi_dir / "ddpscope_logs/version_0/summary.json"));
+  EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_EQ(summary["strategy"], "ddp");
+  EXPECT_EQ(summary["phases_per_rank"].size(), 2u);
+  EXPECT_EQ(summary["train_samples"], 3 * 120);
+  EXPECT_GT(summary["allreduce"]["calls"].get<int>(), 0);
+  EXPECT_FALSE(std::filesystem::exists(mpi_dir / "ddpscope_logs/version_1"));
+}
+
+TEST(CliDdp, DevicesThatDisagreeWithTheMpiWorldAreRefused) {
+  const auto r = run_command(kMpirun + " -np 2 " + kBinary + " train --devices 3" + kDdpRun, fresh_dir("world"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+}
+
+TEST(CliDdp, RanksStartedWithDifferentOptionsAreRefused) {
+  const auto r = run_command(kMpirun + " -np 1 " + kBinary + " train --lr 0.1" + kDdpRun + " : -np 1 " + kBinary +
+                                 " train --lr 0.2" + kDdpRun,
+                             fresh_dir("mismatch"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,17 +1,39 @@
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "base/error.h"
 #include "cli.h"
+#include "dist/world.h"
+
+namespace {
+
+// The rank mpirun (or srun) gave this process, 0 when started alone: errors that every
+// rank raises alike (bad options or input data, a world that differs from the options)
+// are printed once, by rank zero.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  int code = 0;
+  bool alike_on_every_rank = false;
   try {
     return ddp::run_cli(argc, argv);
   } catch (const ddp::Error& e) {
-    std::fprintf(stderr, "ddpscope: error: %s\n", e.what());
-    return static_cast<int>(e.code());
+    code = static_cast<int>(e.code());
+    alike_on_every_rank = e.code() == ddp::ExitCode::kUsage || e.code() == ddp::ExitCode::kData;
+    if (!alike_on_every_rank || launcher_rank() == 0) std::fprintf(stderr, "ddpscope: error: %s\n", e.what());
   } catch (const std::exception& e) {
+    code = static_cast<int>(ddp::ExitCode::kOther);
     std::fprintf(stderr, "ddpscope: error: %s\n", e.what());
-    return static_cast<int>(ddp::ExitCode::kOther);
   }
+  // An error only this rank saw would leave the others waiting in a collective: end the job.
+  if (!alike_on_every_rank) ddp::end_job_on_error(code);
+  return code;
 }

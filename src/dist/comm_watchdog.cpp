@@ -71,18 +71,18 @@ CommWatchdog::~CommWatchdog() {
   for (Reply& reply : replies_) MPI_Wait(&reply.request, MPI_STATUS_IGNORE);
 }
 
-void CommWatchdog::arm(const char* operation) {
-  operation_.store(operation, std::memory_order_relaxed);
-  armed_at_ns_.store(now_ns(), std::memory_order_release);
-}
-
 void CommWatchdog::run() {
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, std::chrono::duration<double>(kPollSeconds), [this] { return stop_; })) {
     serve_queries();
-    const int64_t armed_at = armed_at_ns_.load(std::memory_order_acquire);
-    if (armed_at == 0) continue;
-    const double stalled_s = static_cast<double>(now_ns() - armed_at) * 1e-9;
+    const int64_t armed = armed_.load(std::memory_order_acquire);
+    if (armed != watched_) {  // idle, or a collective this poll has not seen yet
+      watched_ = armed;
+      watched_since_ns_ = now_ns();
+      continue;
+    }
+    if (armed == 0) continue;
+    const double stalled_s = static_cast<double>(now_ns() - watched_since_ns_) * 1e-9;
     if (stalled_s >= timeout_s_) diagnose_and_abort(operation_.load());
   }
 }
@@ -109,7 +109,7 @@ void CommWatchdog::serve_queries() {
 }
 
 void CommWatchdog::diagnose_and_abort(const char* operation) {
-  const int64_t mine = entered_.load();
+  const int64_t mine = watched_;  // the stalled collective's number
   std::vector<Reply> answers(static_cast<std::size_t>(size_));
   std::vector<MPI_Request> queries(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
   int64_t question = mine;

@@ -39,12 +39,17 @@ class CommWatchdog {
   CommWatchdog(const CommWatchdog&) = delete;
   CommWatchdog& operator=(const CommWatchdog&) = delete;
 
-  // started(): a collective was entered (blocking or the start of a nonblocking one).
-  // arm()/disarm() bracket the time a thread blocks in it; operation is a string literal.
-  // One armed at a time per process.
-  void started() { entered_.fetch_add(1, std::memory_order_relaxed); }
-  void arm(const char* operation);
-  void disarm() { armed_at_ns_.store(0, std::memory_order_release); }
+  // begin(): a collective was entered (blocking, or the start of a nonblocking one); it
+  // returns the collective's number. arm()/disarm() bracket the time a thread blocks in
+  // collective `number`; operation is a string literal. One armed at a time per process.
+  // No clock is read here: the watchdog thread times how long one number stays armed, so
+  // the hot path costs an atomic add and two stores (about 10 ns).
+  int64_t begin() { return entered_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  void arm(int64_t number, const char* operation) {
+    operation_.store(operation, std::memory_order_relaxed);
+    armed_.store(number, std::memory_order_release);
+  }
+  void disarm() { armed_.store(0, std::memory_order_release); }
 
   double timeout_s() const { return timeout_s_; }
   int64_t collectives_entered() const { return entered_.load(); }
@@ -65,10 +70,12 @@ class CommWatchdog {
   double timeout_s_;
 
   std::atomic<int64_t> entered_{0};
-  std::atomic<int64_t> armed_at_ns_{0};  // steady clock; 0 while no collective is in progress
+  std::atomic<int64_t> armed_{0};  // the collective a thread blocks in; 0 while none
   std::atomic<const char*> operation_{nullptr};
 
   // Touched only by the watchdog thread (and by the destructor after joining it).
+  int64_t watched_ = 0;  // the armed collective seen at the last poll, and since when
+  int64_t watched_since_ns_ = 0;
   int64_t query_value_ = 0;
   MPI_Request query_request_ = MPI_REQUEST_NULL;
   std::list<Reply> replies_;  // answers in flight; a list keeps their buffers in place

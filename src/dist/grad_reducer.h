@@ -14,7 +14,7 @@
 // so a one-bucket model (the seed's 0.5 MB) costs exactly one blocking allreduce.
 // Why nonblocking MPI and not a communication thread: measured, not assumed; see
 // docs/performance.md ("Allreduce: communicator vs raw MPI"). With one core per rank a
-// thread only time-slices with backward and was slower in 5 of 6 runs; bench/
+// thread only time-slices with backward and was slower in 6 of 7 runs; bench/
 // allreduce_bench.cpp keeps the thread design for re-measuring where ranks have spare cores.
 #include <cstdint>
 #include <functional>

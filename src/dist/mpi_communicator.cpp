@@ -27,7 +27,9 @@ bool has_env(const char* name) {
 // Holds the watchdog armed while a thread blocks in MPI.
 class Armed {
  public:
-  Armed(CommWatchdog& watchdog, const char* operation) : watchdog_(watchdog) { watchdog_.arm(operation); }
+  Armed(CommWatchdog& watchdog, int64_t number, const char* operation) : watchdog_(watchdog) {
+    watchdog_.arm(number, operation);
+  }
   ~Armed() { watchdog_.disarm(); }
   Armed(const Armed&) = delete;
   Armed& operator=(const Armed&) = delete;
@@ -38,15 +40,15 @@ class Armed {
 
 class MpiPendingAllreduce final : public PendingAllreduce {
  public:
-  MpiPendingAllreduce(MPI_Request request, CommWatchdog& watchdog, int rank)
-      : request_(request), watchdog_(watchdog), rank_(rank) {}
+  MpiPendingAllreduce(MPI_Request request, CommWatchdog& watchdog, int64_t number, int rank)
+      : request_(request), watchdog_(watchdog), number_(number), rank_(rank) {}
   ~MpiPendingAllreduce() override {
     // MPI requires completion; an error here has no one left to report to.
     if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
   void wait() override {
     if (request_ == MPI_REQUEST_NULL) return;
-    Armed armed(watchdog_, "allreduce");
+    Armed armed(watchdog_, number_, "allreduce");
     check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait(MPI_Iallreduce)", rank_);
   }
   bool test() override {
@@ -59,6 +61,7 @@ class MpiPendingAllreduce final : public PendingAllreduce {
  private:
   MPI_Request request_;
   CommWatchdog& watchdog_;
+  int64_t number_;
   int rank_;
 };
 
@@ -111,27 +114,25 @@ class MpiCommunicator final : public Communicator {
 
   std::unique_ptr<PendingAllreduce> allreduce_sum_async(std::span<float> data) override {
     DDP_CHECK(data.size() <= kMaxCount, "asynchronous allreduce of more than 2^30 floats");
-    watchdog_->started();
+    const int64_t number = watchdog_->begin();
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, comm_,
                              &request),
               "MPI_Iallreduce", rank_);
-    return std::make_unique<MpiPendingAllreduce>(request, *watchdog_, rank_);
+    return std::make_unique<MpiPendingAllreduce>(request, *watchdog_, number, rank_);
   }
 
   void broadcast(std::span<std::byte> data, int root) override {
     DDP_CHECK(root >= 0 && root < size_);
     for (std::size_t begin = 0; begin < data.size(); begin += kMaxCount) {
       const std::size_t count = std::min(kMaxCount, data.size() - begin);
-      watchdog_->started();
-      Armed armed(*watchdog_, "broadcast");
+      Armed armed(*watchdog_, watchdog_->begin(), "broadcast");
       check_mpi(MPI_Bcast(data.data() + begin, static_cast<int>(count), MPI_BYTE, root, comm_), "MPI_Bcast", rank_);
     }
   }
 
   void barrier() override {
-    watchdog_->started();
-    Armed armed(*watchdog_, "barrier");
+    Armed armed(*watchdog_, watchdog_->begin(), "barrier");
     check_mpi(MPI_Barrier(comm_), "MPI_Barrier", rank_);
   }
 
@@ -149,8 +150,7 @@ class MpiCommunicator final : public Communicator {
   void allreduce(std::span<T> data, MPI_Datatype type) {
     for (std::size_t begin = 0; begin < data.size(); begin += kMaxCount) {
       const std::size_t n = std::min(kMaxCount, data.size() - begin);
-      watchdog_->started();
-      Armed armed(*watchdog_, "allreduce");
+      Armed armed(*watchdog_, watchdog_->begin(), "allreduce");
       check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data() + begin, static_cast<int>(n), type, MPI_SUM, comm_),
                 "MPI_Allreduce", rank_);
     }
@@ -159,8 +159,7 @@ class MpiCommunicator final : public Communicator {
   template <typename T>
   std::vector<T> gather(T value, MPI_Datatype type) {
     std::vector<T> out(static_cast<std::size_t>(size_));
-    watchdog_->started();
-    Armed armed(*watchdog_, "allgather");
+    Armed armed(*watchdog_, watchdog_->begin(), "allgather");
     check_mpi(MPI_Allgather(&value, 1, type, out.data(), 1, type, comm_), "MPI_Allgather", rank_);
     return out;
   }

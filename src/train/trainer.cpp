@@ -257,7 +257,8 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
     }
     if (progress_.enabled()) {
       clock_.enter(Phase::kLogging);
-      progress_.update(epoch_, options_.max_epochs, i + 1, loader.num_batches(), loss);
+      progress_.update(epoch_, options_.max_epochs, i + 1, loader.num_batches(), loss,
+                       /*force=*/i + 1 == loader.num_batches());
     }
   }
   return true;

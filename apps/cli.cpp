@@ -8,6 +8,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "dist/launcher.h"
 #include "train/options.h"
 #include "train/regression_task.h"
 #include "train/trainer.h"
@@ -64,7 +65,9 @@ int run_train(const CLI::App& command, const RunOptions& run) {
 
   RegressionDataModule data(config);
   RegressionModel model(config);
-  const auto start = std::chrono::steady_clock::now();  // the seed's timer: before the Trainer
+  // The seed's timer starts before the Trainer; a rank that ddpscope launched under mpirun
+  // counts from the launch, so the time includes starting the job.
+  const auto start = job_start_time();
   Trainer trainer(config.trainer, resolved_options(config));
   trainer.fit(model, data);
   if (trainer.is_global_zero()) {

@@ -2,6 +2,7 @@
 // Starting and checking the world of ranks (DESIGN §3): `ddpscope train --devices 3`
 // started by hand re-runs itself under mpirun; started by mpirun or srun it takes the world
 // it is given, after checking that it is the one the options ask for.
+#include <chrono>
 #include <cstdint>
 
 #include "dist/communicator.h"
@@ -17,6 +18,10 @@ namespace ddp {
 // DDPSCOPE_LAUNCHED=1, which makes a second re-launch an error instead of a fork bomb.
 // Throws UsageError when mpirun is not on PATH.
 int relaunch_under_mpirun(int argc, char** argv, int devices, int threads_per_device = 1);
+
+// When this rank was started by relaunch_under_mpirun: the moment of the launch, on this
+// process's steady clock; otherwise now. Wall times count from here, start-up included.
+std::chrono::steady_clock::time_point job_start_time();
 
 // Collective. devices_requested: --devices, or 0 when omitted; num_nodes: --num-nodes.
 // Throws UsageError (on every rank alike) when the world differs from what was asked.

@@ -14,11 +14,11 @@ class PhaseClock {
  public:
   using Clock = std::chrono::steady_clock;
 
-  void start(Phase phase = Phase::kStartup) {
+  void start(Phase phase = Phase::kStartup, Clock::time_point at = Clock::now()) {
     seconds_.fill(0);
     calls_.fill(0);
     current_ = phase;
-    last_ = Clock::now();
+    last_ = at;
     calls_[index(phase)] = 1;
   }
 

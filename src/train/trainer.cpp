@@ -90,9 +90,9 @@ std::string hparams_yaml(const std::vector<std::pair<std::string, std::string>>&
 Trainer::Trainer(TrainerOptions options, std::vector<std::pair<std::string, std::string>> hparams)
     : options_(std::move(options)),
       hparams_(std::move(hparams)),
-      start_(std::chrono::steady_clock::now()),
+      start_(job_start_time()),  // a rank launched by ddpscope counts from the launch
       progress_(options_.progress_bar) {
-  clock_.start(Phase::kStartup);
+  clock_.start(Phase::kStartup, start_);
   const bool distributed = options_.strategy == "ddp" || options_.devices > 1;
   if (distributed && !launched_by_mpi()) {
     if (options_.devices > 1) {

@@ -1,5 +1,6 @@
 #include "dist/grad_reducer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/error.h"
@@ -43,7 +44,8 @@ void GradReducer::on_layer_done(int64_t layer) {
   if (layer == bucket.first_layer) {
     const bool last = ++next_bucket_ == buckets_.size();
     if (!last) {  // finish() reduces the last one with the blocking allreduce
-      in_flight_.push_back({slice(bucket), comm_.allreduce_sum_async(slice(bucket))});
+      const int64_t started = steady_now_ns();
+      in_flight_.push_back({slice(bucket), comm_.allreduce_sum_async(slice(bucket)), started});
       ++stats_.calls;
       stats_.bytes += static_cast<int64_t>(bucket.bytes());
     }
@@ -55,10 +57,12 @@ void GradReducer::finish() {
   if (!sync_) return;
   DDP_CHECK(next_layer_ == -1, "finish() before backward reported every layer");
   sync_ = false;
+  const int64_t backward_end = steady_now_ns();
   if (!options_.overlap) {
     const auto start = std::chrono::steady_clock::now();
     comm_.allreduce_sum(grads_);
     count(grads_, seconds_since(start));
+    record(steady_ns(start), steady_now_ns(), grads_.size_bytes(), backward_end);
     divide_by_world(grads_);
     return;
   }
@@ -66,6 +70,7 @@ void GradReducer::finish() {
     const auto start = std::chrono::steady_clock::now();
     f.request->wait();
     stats_.seconds += seconds_since(start);
+    record(f.start_ns, steady_now_ns(), f.slice.size_bytes(), backward_end);
     divide_by_world(f.slice);
   }
   in_flight_.clear();
@@ -73,7 +78,18 @@ void GradReducer::finish() {
   const auto start = std::chrono::steady_clock::now();
   comm_.allreduce_sum(last);
   count(last, seconds_since(start));
+  record(steady_ns(start), steady_now_ns(), last.size_bytes(), backward_end);
   divide_by_world(last);
+}
+
+// An allreduce from start to end; the part before backward ended was hidden behind it.
+void GradReducer::record(int64_t start_ns, int64_t end_ns, std::size_t bytes, int64_t backward_end_ns) {
+  const int64_t hidden = std::max<int64_t>(0, std::min(end_ns, backward_end_ns) - start_ns);
+  stats_.in_flight_seconds += (end_ns - start_ns) * 1e-9;
+  stats_.hidden_seconds += hidden * 1e-9;
+  if (spans_ != nullptr) {
+    spans_->add({start_ns, end_ns, kAllreduceSpan, TraceThread::kComm, static_cast<int64_t>(bytes), hidden});
+  }
 }
 
 void GradReducer::count(std::span<float> slice, double seconds) {

@@ -25,6 +25,7 @@
 #include "dist/bucket_plan.h"
 #include "dist/communicator.h"
 #include "nn/mlp.h"
+#include "observe/span_buffer.h"
 
 namespace ddp {
 
@@ -34,6 +35,10 @@ struct AllreduceStats {
   int64_t calls = 0;
   int64_t bytes = 0;
   double seconds = 0;
+  // Of the time allreduces were in flight, the part during which backward was still
+  // computing (PyTorch DDP's "overlap"): hidden / in_flight is the share hidden.
+  double in_flight_seconds = 0;
+  double hidden_seconds = 0;
 };
 
 struct GradReducerOptions {
@@ -63,12 +68,16 @@ class GradReducer {
   std::size_t num_buckets() const { return buckets_.size(); }
   bool overlap() const { return options_.overlap; }
   const AllreduceStats& stats() const { return stats_; }
+  // Records each allreduce as a span on the comm track (--profiler trace).
+  void record_spans(SpanBuffer* spans) { spans_ = spans; }
 
  private:
   struct InFlight {
     std::span<float> slice;
     std::unique_ptr<PendingAllreduce> request;
+    int64_t start_ns;
   };
+  void record(int64_t start_ns, int64_t end_ns, std::size_t bytes, int64_t backward_end_ns);
 
   std::span<float> slice(const GradBucket& bucket) const { return grads_.subspan(bucket.begin, bucket.end - bucket.begin); }
   void count(std::span<float> slice, double seconds);
@@ -85,6 +94,7 @@ class GradReducer {
   std::size_t next_bucket_ = 0;  // the bucket that layer belongs to
   std::vector<InFlight> in_flight_;
   AllreduceStats stats_;
+  SpanBuffer* spans_ = nullptr;
 };
 
 }  // namespace ddp

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "observe/phase.h"
+#include "observe/span_buffer.h"
 
 namespace ddp {
 
@@ -22,10 +23,16 @@ class PhaseClock {
     calls_[index(phase)] = 1;
   }
 
+  // Also records every phase interval as a span (for --profiler trace).
+  void record_spans(SpanBuffer* spans) { spans_ = spans; }
+
   // Leaves the current phase and enters `phase`; returns the phase left.
   Phase enter(Phase phase) {
     const Clock::time_point now = Clock::now();
     seconds_[index(current_)] += std::chrono::duration<double>(now - last_).count();
+    if (spans_ != nullptr) {
+      spans_->add({steady_ns(last_), steady_ns(now), static_cast<uint16_t>(current_), TraceThread::kCompute});
+    }
     last_ = now;
     const Phase left = current_;
     current_ = phase;
@@ -44,6 +51,7 @@ class PhaseClock {
   std::array<int64_t, kPhaseCount> calls_{};
   Phase current_ = Phase::kOther;
   Clock::time_point last_{};
+  SpanBuffer* spans_ = nullptr;
 };
 
 // Enters a phase for a scope and returns to the previous one when it ends.

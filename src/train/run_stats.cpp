@@ -47,7 +47,19 @@ nlohmann::ordered_json summary_json(const RunStats& stats,
   j["optimizer_steps"] = stats.optimizer_steps;
   j["train_samples"] = stats.train_samples;
   j["wall_seconds"] = stats.wall_seconds;
-  j["samples_per_second"] = stats.wall_seconds > 0 ? stats.train_samples / stats.wall_seconds : 0.0;
+  const double samples_per_second = stats.wall_seconds > 0 ? stats.train_samples / stats.wall_seconds : 0.0;
+  j["samples_per_second"] = samples_per_second;
+  // Throughput: the model FLOP rate achieved, and its share of one core's measured GEMM
+  // peak per device (the MFU idea).
+  const double model_flops = stats.training_flops_per_sample * samples_per_second;
+  j["throughput"] = {
+      {"samples_per_second", samples_per_second},
+      {"optimizer_steps_per_second", stats.wall_seconds > 0 ? stats.optimizer_steps / stats.wall_seconds : 0.0},
+      {"model_flops_per_second", model_flops},
+      {"gemm_peak_flops_per_second_per_device", stats.gemm_peak_flops_per_second},
+      {"flop_share_of_peak", stats.gemm_peak_flops_per_second > 0
+                                 ? model_flops / stats.world_size / stats.gemm_peak_flops_per_second
+                                 : 0.0}};
   nlohmann::ordered_json final_metrics = nlohmann::ordered_json::object();
   final_metrics["train_loss"] = stats.final_train_loss ? nlohmann::ordered_json(*stats.final_train_loss) : nullptr;
   final_metrics["val_loss"] = stats.final_val_loss ? nlohmann::ordered_json(*stats.final_val_loss) : nullptr;
@@ -60,7 +72,12 @@ nlohmann::ordered_json summary_json(const RunStats& stats,
   j["phases_per_rank"] = nlohmann::ordered_json::array();
   for (const PhaseSeconds& rank : stats.phases_per_rank) j["phases_per_rank"].push_back(phases_json(rank));
   auto allreduce_json = [](const AllreduceStats& a) {
-    return nlohmann::ordered_json{{"calls", a.calls}, {"bytes", a.bytes}, {"seconds", a.seconds}};
+    return nlohmann::ordered_json{{"calls", a.calls},
+                                  {"bytes", a.bytes},
+                                  {"seconds", a.seconds},
+                                  {"in_flight_seconds", a.in_flight_seconds},
+                                  {"hidden_seconds", a.hidden_seconds},
+                                  {"hidden_share", a.in_flight_seconds > 0 ? a.hidden_seconds / a.in_flight_seconds : 0.0}};
   };
   j["allreduce"] = allreduce_json(stats.allreduce);
   j["allreduce_per_rank"] = nlohmann::ordered_json::array();

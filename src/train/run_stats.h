@@ -27,6 +27,9 @@ struct RunStats {
   std::optional<double> final_train_loss;
   std::optional<double> final_val_loss;
   std::vector<PhaseSeconds> phases_per_rank;
+  std::vector<std::array<int64_t, kPhaseCount>> phase_calls_per_rank;
+  double training_flops_per_sample = 0;  // model GEMM FLOPs, forward and backward
+  double gemm_peak_flops_per_second = 0;  // measured on this core at the end of the run
   AllreduceStats allreduce;  // rank zero's
   std::vector<AllreduceStats> allreduce_per_rank;
 };

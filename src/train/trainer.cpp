@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "data/sampler.h"
+#include "dist/gather.h"
 #include "dist/grad_reducer.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
@@ -18,6 +19,9 @@
 #include "log/csv_logger.h"
 #include "log/jsonl_logger.h"
 #include "log/tensorboard_logger.h"
+#include "observe/gemm_peak.h"
+#include "observe/profiler_table.h"
+#include "observe/trace_writer.h"
 #include "log/file_io.h"
 #include "log/run_dir.h"
 #include "tensor/gemm.h"
@@ -138,6 +142,7 @@ void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& lo
 
   loop.optimizer = make_optimizer(module.configure_optimizers(), module.network().num_params());
   if (comm_->size() > 1) start_distributed(module, loop);
+  if (options_.profiler == "trace") start_trace(loop);
   loop.train_loader = std::make_unique<Loader>(*loop.train_spec.dataset, loop.train_spec.batch_size,
                                                loop.train_spec.num_workers);
   loop.val_loader =
@@ -169,6 +174,31 @@ void Trainer::start_distributed(LightningModule& module, Loop& loop) {
   loop.layer_hook = loop.reducer->layer_hook();
 }
 
+// Spans for every phase switch and allreduce, in a buffer sized for the whole run up front.
+void Trainer::start_trace(Loop& loop) {
+  const int64_t samples = (loop.train_spec.dataset->size() + comm_->size() - 1) / comm_->size();
+  const int64_t batches = (samples + loop.train_spec.batch_size - 1) / loop.train_spec.batch_size;
+  const int64_t buckets = loop.reducer ? static_cast<int64_t>(loop.reducer->num_buckets()) : 0;
+  int64_t epochs = options_.max_epochs;
+  if (options_.max_steps > 0) {
+    const int64_t steps_per_epoch = (batches + options_.accumulate_grad_batches - 1) / options_.accumulate_grad_batches;
+    const int64_t needed = (options_.max_steps + steps_per_epoch - 1) / steps_per_epoch;
+    epochs = epochs < 0 ? needed : std::min(epochs, needed);
+  }
+  constexpr int64_t kMaxSpans = int64_t{1} << 22;  // 4 Mi spans, 160 MB: beyond it spans are counted, not kept
+  const int64_t planned = epochs * (batches * (8 + buckets) + 16) + 64;
+  spans_ = std::make_unique<SpanBuffer>(static_cast<std::size_t>(std::min(planned, kMaxSpans)));
+  clock_.record_spans(spans_.get());
+  if (loop.reducer) loop.reducer->record_spans(spans_.get());
+  // Rank r's clock + offset = rank zero's clock, read right after a barrier on every rank
+  // (accurate to the barrier's exit skew, microseconds; on one machine the clocks agree).
+  if (comm_->size() > 1) {
+    comm_->barrier();
+    const std::vector<double> now = comm_->allgather(static_cast<double>(steady_now_ns()));
+    clock_offset_ns_ = static_cast<int64_t>(now[0] - now[comm_->rank()]);
+  }
+}
+
 void Trainer::fit(LightningModule& module, LightningDataModule& data) {
   Loop loop;
   setup(module, data, loop);
@@ -192,7 +222,7 @@ void Trainer::fit(LightningModule& module, LightningDataModule& data) {
     throw;
   }
   module.sink_ = nullptr;
-  finish(loop);
+  finish(module, loop);
 }
 
 bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
@@ -236,8 +266,10 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
       const bool sync = step_optimizer || options_.sync_every_micro_batch;
       loop.reducer->begin_backward(sync);
       net.backward(batch.x, batch.size, loop.layer_hook);
-      clock_.enter(Phase::kCommWait);
-      loop.reducer->finish();
+      if (sync) {
+        clock_.enter(Phase::kCommWait);
+        loop.reducer->finish();
+      }
     } else {
       net.backward(batch.x, batch.size);
     }
@@ -329,7 +361,7 @@ void Trainer::flush_loggers() {
   if (first_error) std::rethrow_exception(first_error);
 }
 
-void Trainer::finish(const Loop& loop) {
+void Trainer::finish(LightningModule& module, const Loop& loop) {
   progress_.finish();
   if (stats_.final_train_loss) {
     stats_.final_train_loss = global_mean({{"train_loss", *stats_.final_train_loss}})[0].second;
@@ -339,29 +371,65 @@ void Trainer::finish(const Loop& loop) {
   stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   stats_.world_size = comm_->size();
   stats_.strategy = comm_->size() > 1 ? "ddp" : options_.strategy == "auto" ? "single" : options_.strategy;
+  stats_.training_flops_per_sample = module.network().training_flops_per_sample();
 
   // Every rank's phases and communication, gathered by rank zero.
   const int world = comm_->size();
   stats_.phases_per_rank.assign(world, PhaseSeconds{});
+  stats_.phase_calls_per_rank.assign(world, {});
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
-    const std::vector<double> all = comm_->allgather(clock_.seconds()[p]);
-    for (int r = 0; r < world; ++r) stats_.phases_per_rank[r][p] = all[r];
+    const std::vector<double> seconds = comm_->allgather(clock_.seconds()[p]);
+    const std::vector<uint64_t> calls = comm_->allgather(static_cast<uint64_t>(clock_.calls()[p]));
+    for (int r = 0; r < world; ++r) {
+      stats_.phases_per_rank[r][p] = seconds[r];
+      stats_.phase_calls_per_rank[r][p] = static_cast<int64_t>(calls[r]);
+    }
   }
-  const std::vector<uint64_t> calls = comm_->allgather(static_cast<uint64_t>(allreduce.calls));
-  const std::vector<uint64_t> bytes = comm_->allgather(static_cast<uint64_t>(allreduce.bytes));
-  const std::vector<double> seconds = comm_->allgather(allreduce.seconds);
   const std::vector<uint64_t> samples = comm_->allgather(static_cast<uint64_t>(stats_.train_samples));
-  stats_.allreduce_per_rank.clear();
   stats_.train_samples = 0;
-  for (int r = 0; r < world; ++r) {
-    stats_.allreduce_per_rank.push_back(
-        {static_cast<int64_t>(calls[r]), static_cast<int64_t>(bytes[r]), seconds[r]});
-    stats_.train_samples += static_cast<int64_t>(samples[r]);
-  }
+  for (uint64_t s : samples) stats_.train_samples += static_cast<int64_t>(s);
+  stats_.allreduce_per_rank.clear();
+  for (int r = 0; r < world; ++r) stats_.allreduce_per_rank.push_back({});
+  auto gather_field = [&](auto field) {
+    const std::vector<double> all = comm_->allgather(static_cast<double>(allreduce.*field));
+    for (int r = 0; r < world; ++r) stats_.allreduce_per_rank[r].*field = static_cast<std::remove_reference_t<decltype(allreduce.*field)>>(all[r]);
+  };
+  gather_field(&AllreduceStats::calls);
+  gather_field(&AllreduceStats::bytes);
+  gather_field(&AllreduceStats::seconds);
+  gather_field(&AllreduceStats::in_flight_seconds);
+  gather_field(&AllreduceStats::hidden_seconds);
   stats_.allreduce = stats_.allreduce_per_rank[0];
-  if (is_global_zero()) {
-    write_file_atomically(log_dir_ / "summary.json", summary_json(stats_, hparams_).dump(2) + "\n");
+  if (options_.profiler == "trace") write_trace();
+  if (!is_global_zero()) return;
+
+  // After the wall clock stopped: the core's GEMM peak, for the FLOP share of the summary.
+  stats_.gemm_peak_flops_per_second = measure_gemm_peak_flops();
+  write_file_atomically(log_dir_ / "summary.json", summary_json(stats_, hparams_).dump(2) + "\n");
+  if (options_.profiler != "none") {
+    std::vector<RankPhases> ranks(world);
+    for (int r = 0; r < world; ++r) ranks[r] = {stats_.phases_per_rank[r], stats_.phase_calls_per_rank[r]};
+    std::fputs(profiler_table(ranks, stats_.wall_seconds).c_str(), stdout);
+    const double rate = stats_.training_flops_per_sample * stats_.train_samples / stats_.wall_seconds;
+    std::printf("Throughput: %.0f samples/s, %.1f optimizer steps/s, %.1f GFLOP/s of model FLOPs (%.0f %% of %d x %.0f GFLOP/s measured GEMM peak)\n",
+                stats_.train_samples / stats_.wall_seconds, stats_.optimizer_steps / stats_.wall_seconds, rate * 1e-9,
+                100.0 * rate / world / stats_.gemm_peak_flops_per_second, world, stats_.gemm_peak_flops_per_second * 1e-9);
   }
+}
+
+// Every rank's spans at rank zero, aligned to rank zero's clock, written as trace.json.
+void Trainer::write_trace() {
+  RankTrace mine;
+  mine.rank = comm_->rank();
+  mine.host = comm_->host_name();
+  mine.clock_offset_ns = clock_offset_ns_;
+  mine.spans.assign(spans_->begin(), spans_->end());
+  mine.dropped = spans_->dropped();
+  const std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(*comm_, serialize_rank_trace(mine));
+  if (!is_global_zero()) return;
+  std::vector<RankTrace> ranks;
+  for (const auto& part : parts) ranks.push_back(deserialize_rank_trace(part));
+  write_file_atomically(log_dir_ / "trace.json", chrome_trace_json(ranks, steady_ns(start_)));
 }
 
 }  // namespace ddp

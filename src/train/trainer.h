@@ -49,7 +49,9 @@ class Trainer {
   Metrics global_mean(const Metrics& local);
   void log_metrics(const Metrics& metrics, int64_t step);
   void flush_loggers();
-  void finish(const Loop& loop);
+  void finish(LightningModule& module, const Loop& loop);
+  void start_trace(Loop& loop);
+  void write_trace();
 
   TrainerOptions options_;
   std::vector<std::pair<std::string, std::string>> hparams_;
@@ -57,6 +59,8 @@ class Trainer {
   PhaseClock clock_;
   Communicator* comm_ = nullptr;  // the MPI world, or local_comm_
   std::unique_ptr<Communicator> local_comm_;
+  std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
+  int64_t clock_offset_ns_ = 0;
   std::filesystem::path log_dir_;
   std::vector<std::unique_ptr<Logger>> loggers_;
   MetricSink train_metrics_;

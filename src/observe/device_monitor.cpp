@@ -1,0 +1,230 @@
+#include "observe/device_monitor.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "base/error.h"
+
+namespace ddp {
+namespace {
+
+double seconds_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// CPU time over wall time, shared out over the pinned cores: 100 % when the process keeps
+// all of them busy. Clamped because threads outside the mask (or rounding) can exceed it.
+double process_percent(double cpu_seconds, double wall_seconds, std::size_t cores) {
+  if (!(wall_seconds > 0) || cores == 0) return -1;
+  return std::clamp(100.0 * cpu_seconds / (wall_seconds * static_cast<double>(cores)), 0.0, 100.0);
+}
+
+void report_cpu_unavailable() {
+  static std::atomic<bool> reported{false};
+  if (reported.exchange(true)) return;
+  std::fprintf(stderr, "ddpscope: warning: CPU metrics are unavailable: cannot read the cores' counters in /proc/stat\n");
+  std::fflush(stderr);
+}
+
+// Opens NVML and checks that the rank's GPU is among its devices; says once why not.
+NvmlSession open_gpu(const MonitorOptions& options) {
+  std::string why_not;
+  NvmlSession nvml = NvmlSession::open(options.nvml_library, &why_not);
+  if (nvml.is_open() && static_cast<unsigned int>(options.device_index) >= nvml.device_count()) {
+    why_not = fmt::format("GPU {} is not among the {} devices NVML sees", options.device_index, nvml.device_count());
+    nvml.close();
+  }
+  if (!nvml.is_open()) report_gpu_unavailable(why_not);
+  return nvml;
+}
+
+}  // namespace
+
+DeviceMonitor::DeviceMonitor(MonitorOptions options) : options_(std::move(options)) {
+  DDP_CHECK(options_.interval_ms >= 0 && options_.device_index >= 0 && options_.max_samples > 0);
+}
+
+DeviceMonitor::~DeviceMonitor() { stop(); }
+
+void DeviceMonitor::start() {
+  if (options_.interval_ms == 0 || running()) return;
+  {
+    std::lock_guard lock(data_mutex_);
+    ring_.clear();
+    ring_.reserve(options_.max_samples);
+    count_ = 0;
+    latest_ = DeviceSample{};
+  }
+  {
+    std::lock_guard lock(stop_mutex_);
+    stop_ = false;
+  }
+  started_ = Clock::now();
+  thread_ = std::thread([this] { run(); });
+  pthread_setname_np(thread_.native_handle(), "ddp-monitor");  // shows in top -H and gdb
+}
+
+void DeviceMonitor::stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(stop_mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+DeviceSample DeviceMonitor::latest() const {
+  std::lock_guard lock(data_mutex_);
+  return latest_;
+}
+
+std::vector<DeviceSample> DeviceMonitor::samples() const {
+  std::lock_guard lock(data_mutex_);
+  if (count_ <= ring_.size()) return ring_;
+  // Wrapped: the oldest kept sample is the slot to be overwritten next.
+  const std::size_t oldest = count_ % ring_.size();
+  std::vector<DeviceSample> ordered(ring_.begin() + static_cast<std::ptrdiff_t>(oldest), ring_.end());
+  ordered.insert(ordered.end(), ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(oldest));
+  return ordered;
+}
+
+std::size_t DeviceMonitor::sample_count() const {
+  std::lock_guard lock(data_mutex_);
+  return count_;
+}
+
+void DeviceMonitor::run() {
+  // The thread inherits the creator's affinity, so these are the rank's pinned cores.
+  const std::vector<int> cores = affinity_cores();
+  std::string buffer;
+  buffer.reserve(16384);
+  NvmlSession nvml;
+  if (options_.gpu) nvml = open_gpu(options_);
+
+  std::optional<CoreJiffies> base_jiffies = read_core_jiffies(cores, buffer);
+  if (!base_jiffies) report_cpu_unavailable();
+  double base_cpu = process_cpu_seconds();
+  Clock::time_point base_time = Clock::now();
+  double core_busy = -1;
+
+  const std::chrono::milliseconds interval(options_.interval_ms);
+  Clock::time_point next = started_ + interval;
+  std::unique_lock lock(stop_mutex_);
+  while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
+    lock.unlock();
+    const Clock::time_point now = Clock::now();
+    DeviceSample sample;
+    sample.seconds = seconds_between(started_, now);
+
+    // A window in which no jiffy elapsed says nothing: keep the last value and let the
+    // window grow until one does.
+    const std::optional<CoreJiffies> jiffies = read_core_jiffies(cores, buffer);
+    if (jiffies && base_jiffies) {
+      if (const std::optional<double> busy = busy_percent(*base_jiffies, *jiffies)) {
+        core_busy = *busy;
+        base_jiffies = jiffies;
+      }
+    } else {
+      base_jiffies = jiffies;
+    }
+    sample.core_busy_percent = core_busy;
+
+    const double cpu = process_cpu_seconds();
+    sample.process_cpu_percent = process_percent(cpu - base_cpu, seconds_between(base_time, now), cores.size());
+    base_cpu = cpu;
+    base_time = now;
+
+    if (nvml.is_open()) {
+      if (const std::optional<GpuReading> gpu = nvml.read(static_cast<unsigned int>(options_.device_index))) {
+        sample.gpu_percent = gpu->utilization_percent;
+        sample.gpu_memory_mb = gpu->memory_used_mb;
+      }
+    }
+
+    {
+      std::lock_guard data_lock(data_mutex_);
+      if (ring_.size() < options_.max_samples) {
+        ring_.push_back(sample);
+      } else {
+        ring_[count_ % ring_.size()] = sample;
+      }
+      ++count_;
+      latest_ = sample;
+    }
+
+    // Ticks stay on the grid started_ + k * interval; after a stall (a busy machine) skip
+    // the missed ones instead of sampling in a burst.
+    next += interval;
+    if (next <= now) next = now + interval;
+    lock.lock();
+  }
+}
+
+PerStepProbe::PerStepProbe(MonitorOptions options)
+    : options_(std::move(options)), cores_(affinity_cores()), started_(Clock::now()) {
+  DDP_CHECK(options_.device_index >= 0);
+  buffer_.reserve(16384);
+  base_jiffies_ = read_core_jiffies(cores_, buffer_);
+  base_process_seconds_ = read_process_cpu_seconds_proc(buffer_);
+  base_time_ = Clock::now();
+}
+
+DeviceSample PerStepProbe::probe_once() {
+  DeviceSample sample = last_;
+  const Clock::time_point now = Clock::now();
+  sample.seconds = seconds_between(started_, now);
+
+  const std::optional<CoreJiffies> jiffies = read_core_jiffies(cores_, buffer_);
+  const std::optional<double> process_seconds = read_process_cpu_seconds_proc(buffer_);
+  // Both counters move in jiffies: measure over the window since they last moved.
+  bool moved = false;
+  if (jiffies && base_jiffies_) {
+    if (const std::optional<double> busy = busy_percent(*base_jiffies_, *jiffies)) {
+      sample.core_busy_percent = *busy;
+      moved = true;
+    }
+  } else {
+    moved = now - base_time_ >= std::chrono::milliseconds(10);
+  }
+  if (moved) {
+    if (process_seconds && base_process_seconds_) {
+      sample.process_cpu_percent = process_percent(*process_seconds - *base_process_seconds_,
+                                                   seconds_between(base_time_, now), cores_.size());
+    }
+    base_jiffies_ = jiffies;
+    base_process_seconds_ = process_seconds;
+    base_time_ = now;
+  }
+
+  if (options_.gpu) {
+    // The seed's cycle: nvmlInit, every device's utilization, nvmlShutdown, every step.
+    sample.gpu_percent = -1;
+    sample.gpu_memory_mb = -1;
+    std::string why_not;
+    NvmlSession nvml = NvmlSession::open(options_.nvml_library, &why_not);
+    for (unsigned int i = 0; i < nvml.device_count(); ++i) {
+      const std::optional<GpuReading> gpu = nvml.read(i, &why_not);
+      if (gpu && i == static_cast<unsigned int>(options_.device_index)) {
+        sample.gpu_percent = gpu->utilization_percent;
+        sample.gpu_memory_mb = gpu->memory_used_mb;
+      }
+    }
+    if (nvml.is_open() && static_cast<unsigned int>(options_.device_index) >= nvml.device_count()) {
+      why_not = fmt::format("GPU {} is not among the {} devices NVML sees", options_.device_index, nvml.device_count());
+    }
+    nvml.close();
+    if (sample.gpu_percent < 0) report_gpu_unavailable(why_not);
+  }
+  last_ = sample;
+  return sample;
+}
+
+}  // namespace ddp

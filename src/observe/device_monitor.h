@@ -1,0 +1,117 @@
+#pragma once
+// The utilization of the device this rank drives (issue 4), measured two ways:
+// - DeviceMonitor samples on its own thread every interval_ms, so the training thread pays
+//   only for reading the latest sample (a short lock);
+// - PerStepProbe is the seed's habit, kept to measure its cost: inside every training step
+//   it opens everything, reads every device and closes it again, synchronously.
+// On CPU ranks a device is the rank's pinned core(s): their busy share from /proc/stat,
+// and the process's own CPU time. On GPU ranks NVML adds the GPU's utilization and memory.
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "observe/cpu_usage.h"
+#include "observe/nvml_probe.h"
+
+namespace ddp {
+
+struct MonitorOptions {
+  int interval_ms = 100;  // 0: off
+  bool gpu = false;       // also read NVML
+  int device_index = 0;   // the GPU this rank drives, in NVML's numbering
+  std::string nvml_library = kNvmlLibrary;
+  // Samples kept (the latest ones), reserved at start(): 109 minutes at 100 ms, 2.5 MiB.
+  std::size_t max_samples = std::size_t{1} << 16;
+};
+
+// Percentages are 0..100; -1 means not measured (off, unavailable, or no clock tick yet).
+struct DeviceSample {
+  double seconds = 0;               // since start() (DeviceMonitor) or construction (PerStepProbe)
+  double core_busy_percent = -1;    // the pinned cores' non-idle share, all processes
+  double process_cpu_percent = -1;  // this process's CPU time over wall time, per pinned core
+  double gpu_percent = -1;
+  double gpu_memory_mb = -1;  // MiB used on the GPU, all processes
+
+  // The seed's device_<i>_utilization: the GPU's when it was read, else the cores' busy share.
+  double utilization() const { return gpu_percent >= 0 ? gpu_percent : core_busy_percent; }
+};
+
+class DeviceMonitor {
+ public:
+  explicit DeviceMonitor(MonitorOptions options = {});
+  ~DeviceMonitor();  // stops
+  DeviceMonitor(const DeviceMonitor&) = delete;
+  DeviceMonitor& operator=(const DeviceMonitor&) = delete;
+
+  // Starts the sampler thread; the cores watched are the calling thread's affinity, so call
+  // it after the rank is pinned. Nothing happens when interval_ms is 0. Calling start()
+  // again after stop() begins a new recording.
+  void start();
+  // Wakes and joins the sampler (prompt: it does not wait out the interval). Idempotent.
+  void stop();
+  bool running() const { return thread_.joinable(); }
+
+  // The last sample (all -1 before the first one). Safe from any thread while sampling.
+  DeviceSample latest() const;
+  // The kept samples, oldest first (for traces and reports).
+  std::vector<DeviceSample> samples() const;
+  // Samples taken since start(), including any the ring dropped as it wrapped around.
+  std::size_t sample_count() const;
+
+  const MonitorOptions& options() const { return options_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void run();
+
+  MonitorOptions options_;
+  Clock::time_point started_{};
+
+  // The sampler thread waits on wake_ for the next tick or for stop().
+  std::mutex stop_mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+
+  // Guarded by data_mutex_: the ring of samples, held for a copy only.
+  mutable std::mutex data_mutex_;
+  std::vector<DeviceSample> ring_;
+  std::size_t count_ = 0;  // ring_[count_ % max_samples] is the next slot
+  DeviceSample latest_;
+};
+
+// The seed's per-step probe. probe_once() runs the whole cycle synchronously every call:
+// open, read and close /proc/stat and /proc/self/stat; with options.gpu also dlopen NVML,
+// init, read every device, shut down and dlclose (when the library is absent the failed
+// dlopen is paid every time too). The cost is the point: the Trainer charges it to the
+// `monitor` phase.
+class PerStepProbe {
+ public:
+  // Reads the baselines that the first probe_once() measures against. interval_ms is unused.
+  explicit PerStepProbe(MonitorOptions options = {});
+
+  // The CPU values cover the time since the last call that saw the cores' counters move:
+  // they move in whole jiffies (10 ms), so probes closer together than that repeat the last
+  // value (-1 until the first move). GPU values are device_index's (all devices are read).
+  DeviceSample probe_once();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  MonitorOptions options_;
+  std::vector<int> cores_;
+  std::string buffer_;
+  Clock::time_point started_;
+  // The readings the next result is measured from, and the last result.
+  std::optional<CoreJiffies> base_jiffies_;
+  std::optional<double> base_process_seconds_;
+  Clock::time_point base_time_;
+  DeviceSample last_;
+};
+
+}  // namespace ddp

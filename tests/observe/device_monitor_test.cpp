@@ -1,0 +1,220 @@
+#include "observe/device_monitor.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+namespace ddp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+void expect_percent_or_unknown(double value) {
+  if (value != -1) {
+    EXPECT_GE(value, 0.0);
+    EXPECT_LE(value, 100.0);
+  }
+}
+
+void spin_for(milliseconds duration) {
+  const Clock::time_point end = Clock::now() + duration;
+  volatile double x = 0;
+  while (Clock::now() < end) {
+    for (int i = 0; i < 1000; ++i) x = x + std::sqrt(static_cast<double>(i));
+  }
+}
+
+// Pins the calling thread to one core for a scope, as a rank is pinned, and restores it.
+class PinnedToOneCore {
+ public:
+  PinnedToOneCore() {
+    EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(saved_), &saved_), 0);
+    const std::vector<int> cores = affinity_cores();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cores.at(0), &one);
+    EXPECT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+  }
+  ~PinnedToOneCore() { pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_); }
+
+ private:
+  cpu_set_t saved_;
+};
+
+TEST(DeviceMonitorTest, IntervalZeroIsOff) {
+  DeviceMonitor monitor({.interval_ms = 0});
+  monitor.start();
+  EXPECT_FALSE(monitor.running());
+  std::this_thread::sleep_for(milliseconds(20));
+  monitor.stop();
+  EXPECT_TRUE(monitor.samples().empty());
+  EXPECT_EQ(monitor.sample_count(), 0u);
+  EXPECT_EQ(monitor.latest().core_busy_percent, -1);
+  EXPECT_EQ(monitor.latest().utilization(), -1);
+}
+
+TEST(DeviceMonitorTest, TakesAboutDurationOverIntervalSamplesInRange) {
+  DeviceMonitor monitor({.interval_ms = 20});
+  monitor.start();
+  EXPECT_TRUE(monitor.running());
+  std::this_thread::sleep_for(milliseconds(500));
+  monitor.stop();
+  EXPECT_FALSE(monitor.running());
+
+  const std::vector<DeviceSample> samples = monitor.samples();
+  // 25 expected; the machine is shared, so a late tick is skipped rather than doubled.
+  EXPECT_GE(samples.size(), 10u);
+  EXPECT_LE(samples.size(), 26u);
+  EXPECT_EQ(samples.size(), monitor.sample_count());
+  double previous = 0;
+  int measured = 0;
+  for (const DeviceSample& sample : samples) {
+    EXPECT_GT(sample.seconds, previous);
+    previous = sample.seconds;
+    expect_percent_or_unknown(sample.core_busy_percent);
+    expect_percent_or_unknown(sample.process_cpu_percent);
+    EXPECT_EQ(sample.gpu_percent, -1);
+    EXPECT_EQ(sample.gpu_memory_mb, -1);
+    measured += sample.core_busy_percent >= 0 && sample.process_cpu_percent >= 0;
+  }
+  EXPECT_GE(measured, static_cast<int>(samples.size()) - 1);  // only the first may predate a jiffy
+  EXPECT_LT(previous, 0.6);
+  EXPECT_EQ(monitor.latest().seconds, samples.back().seconds);
+}
+
+TEST(DeviceMonitorTest, UtilizationRisesUnderABusyLoop) {
+  PinnedToOneCore pinned;
+  constexpr int kIntervalMs = 25;
+  DeviceMonitor monitor({.interval_ms = kIntervalMs});
+  monitor.start();
+  const Clock::time_point t0 = Clock::now();
+  spin_for(milliseconds(300));
+  const double spin_end = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::this_thread::sleep_for(milliseconds(300));
+  monitor.stop();
+
+  // Means over the samples wholly inside each half (a sample covers the interval before it).
+  double spin_core = 0, spin_process = 0, sleep_core = 0, sleep_process = 0;
+  int spin_n = 0, sleep_n = 0;
+  const double interval = kIntervalMs / 1000.0;
+  for (const DeviceSample& sample : monitor.samples()) {
+    if (sample.core_busy_percent < 0 || sample.process_cpu_percent < 0) continue;
+    if (sample.seconds > 2 * interval && sample.seconds <= spin_end) {
+      spin_core += sample.core_busy_percent;
+      spin_process += sample.process_cpu_percent;
+      ++spin_n;
+    } else if (sample.seconds > spin_end + 2 * interval) {
+      sleep_core += sample.core_busy_percent;
+      sleep_process += sample.process_cpu_percent;
+      ++sleep_n;
+    }
+  }
+  ASSERT_GE(spin_n, 3);
+  ASSERT_GE(sleep_n, 3);
+  spin_core /= spin_n, spin_process /= spin_n, sleep_core /= sleep_n, sleep_process /= sleep_n;
+  RecordProperty("spin_core", std::to_string(spin_core));
+  RecordProperty("sleep_core", std::to_string(sleep_core));
+  std::printf("core busy %%: spinning %.1f, sleeping %.1f; process cpu %%: spinning %.1f, sleeping %.1f\n", spin_core,
+              sleep_core, spin_process, sleep_process);
+
+  // A spinning thread leaves its core no idle time, whoever else runs there.
+  EXPECT_GT(spin_core, 80.0);
+  // Our own share rises clearly even when other work shares the core.
+  EXPECT_GT(spin_process, sleep_process + 25.0);
+  // The core's share can only show the direction when others left it mostly idle.
+  if (sleep_core < 50.0) EXPECT_GT(spin_core, sleep_core + 25.0);
+}
+
+TEST(DeviceMonitorTest, StopIsPromptAndIdempotent) {
+  DeviceMonitor never_started({.interval_ms = 100});
+  never_started.stop();
+  never_started.stop();
+
+  DeviceMonitor monitor({.interval_ms = 60'000});
+  monitor.start();
+  monitor.start();  // already running: no second thread
+  std::this_thread::sleep_for(milliseconds(20));
+  const Clock::time_point before = Clock::now();
+  monitor.stop();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - before).count(), 1.0);
+  EXPECT_FALSE(monitor.running());
+  monitor.stop();
+  EXPECT_EQ(monitor.sample_count(), 0u);  // stopped before the first tick
+}
+
+TEST(DeviceMonitorTest, TrainingThreadReadsWhileSampling) {
+  DeviceMonitor monitor({.interval_ms = 2});
+  monitor.start();
+  const Clock::time_point end = Clock::now() + milliseconds(200);
+  int reads = 0;
+  while (Clock::now() < end) {
+    const DeviceSample sample = monitor.latest();
+    expect_percent_or_unknown(sample.utilization());
+    ++reads;
+  }
+  const std::size_t middle = monitor.samples().size();
+  monitor.stop();
+  EXPECT_GT(reads, 100);
+  EXPECT_GT(middle, 0u);
+}
+
+TEST(DeviceMonitorTest, RingKeepsTheLatestSamplesInOrder) {
+  DeviceMonitor monitor({.interval_ms = 5, .max_samples = 4});
+  monitor.start();
+  std::this_thread::sleep_for(milliseconds(150));
+  monitor.stop();
+  const std::vector<DeviceSample> samples = monitor.samples();
+  ASSERT_EQ(samples.size(), 4u);
+  EXPECT_GT(monitor.sample_count(), 4u);
+  for (std::size_t i = 1; i < samples.size(); ++i) EXPECT_GT(samples[i].seconds, samples[i - 1].seconds);
+  EXPECT_EQ(samples.back().seconds, monitor.latest().seconds);
+}
+
+TEST(DeviceMonitorTest, RestartBeginsANewRecording) {
+  DeviceMonitor monitor({.interval_ms = 10});
+  monitor.start();
+  std::this_thread::sleep_for(milliseconds(100));
+  monitor.stop();
+  const std::size_t first = monitor.sample_count();
+  EXPECT_GT(first, 0u);
+  monitor.start();
+  monitor.stop();
+  EXPECT_LT(monitor.sample_count(), first);
+}
+
+TEST(PerStepProbeTest, WorksRepeatedlyAndStaysInRange) {
+  PerStepProbe probe;
+  int measured = 0;
+  double previous = 0;
+  for (int step = 0; step < 40; ++step) {
+    spin_for(milliseconds(3));
+    const DeviceSample sample = probe.probe_once();
+    EXPECT_GT(sample.seconds, previous);
+    previous = sample.seconds;
+    expect_percent_or_unknown(sample.core_busy_percent);
+    expect_percent_or_unknown(sample.process_cpu_percent);
+    EXPECT_EQ(sample.gpu_percent, -1);
+    measured += sample.core_busy_percent >= 0;
+  }
+  // 120 ms of steps cross many jiffies; only the probes before the first one say -1.
+  EXPECT_GE(measured, 20);
+}
+
+TEST(PerStepProbeTest, SeesABusyCore) {
+  PinnedToOneCore pinned;
+  PerStepProbe probe;
+  spin_for(milliseconds(100));
+  const DeviceSample sample = probe.probe_once();
+  EXPECT_GT(sample.core_busy_percent, 80.0);
+  EXPECT_GT(sample.process_cpu_percent, 20.0);
+  EXPECT_EQ(sample.utilization(), sample.core_busy_percent);
+}
+
+}  // namespace
+}  // namespace ddp

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/run_command.h"
 
@@ -154,6 +155,26 @@ TEST(Cli, NonFiniteLossStopsTheRunNamingTheStepAndKeepsTheMetrics) {
   EXPECT_NE(r.err.find("optimizer step"), std::string::npos) << r.err;
   const std::string metrics = read_text(dir / "ddpscope_logs/version_0/metrics.csv");
   EXPECT_TRUE(metrics.starts_with("epoch,step,train_loss")) << metrics;
+}
+
+TEST(Cli, AFullDiskMidRunFailsClearlyAndKeepsEveryFileWhole) {
+  // A file size limit stands in for a full disk: metrics outgrow 4 KiB after some epochs.
+  const auto dir = fresh_dir("full_disk");
+  const auto r = run_command("ulimit -f 4; " + kBinary + " train" + kQuick + " --log-every-n-steps 1 --max-epochs 300 --logger csv,jsonl", dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
+  const auto run = dir / "ddpscope_logs/version_0";
+  const std::string csv = read_text(run / "metrics.csv");
+  ASSERT_FALSE(csv.empty());
+  EXPECT_EQ(csv.back(), '\n');
+  std::istringstream rows(csv);
+  const auto commas = [](const std::string& line) { return std::count(line.begin(), line.end(), ','); };
+  std::string header, row;
+  std::getline(rows, header);
+  while (std::getline(rows, row)) EXPECT_EQ(commas(row), commas(header)) << row;
+  std::istringstream lines(read_text(run / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) EXPECT_NO_THROW(nlohmann::json::parse(line)) << line;
+  EXPECT_FALSE(std::filesystem::exists(run / "summary.json"));
 }
 
 TEST(Cli, UnwritableOutputFolderExitsTwo) {

@@ -21,6 +21,13 @@ DTYPES = {
     "F64": np.float64, "I64": np.int64, "U64": np.uint64,
 }
 
+RANK = ["BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32",
+        "F32", "F64", "I64", "U64"]
+
+
+def dtype_name(array):
+    return {np.dtype(v): k for k, v in DTYPES.items()}[array.dtype]
+
 
 def fail(message):
     print(f"read_safetensors.py: {message}", file=sys.stderr)
@@ -74,14 +81,15 @@ def sample():
 
 def write(path):
     tensors, metadata = sample()
-    # Data by decreasing alignment, then by name, as safetensors' serializer does.
-    order = sorted(tensors, key=lambda name: (-tensors[name].dtype.itemsize, name))
+    # Data by dtype, in the reverse of the order of safetensors' Dtype enum (its order of
+    # alignment), then by name, as safetensors' serializer does.
+    order = sorted(tensors, key=lambda name: (-RANK.index(dtype_name(tensors[name])), name))
     header = {"__metadata__": metadata}
     chunks = []
     offset = 0
     for name in order:
         raw = tensors[name].astype(tensors[name].dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": {np.dtype(v): k for k, v in DTYPES.items()}[tensors[name].dtype],
+        header[name] = {"dtype": dtype_name(tensors[name]),
                         "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
         offset += len(raw)

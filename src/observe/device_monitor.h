@@ -64,6 +64,9 @@ class DeviceMonitor {
   std::size_t sample_count() const;
 
   const MonitorOptions& options() const { return options_; }
+  // The time DeviceSample::seconds counts from: the last start(). For placing samples on
+  // other clocks (trace counters).
+  std::chrono::steady_clock::time_point started_at() const { return started_; }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -79,6 +79,12 @@ nlohmann::ordered_json summary_json(const RunStats& stats,
                                   {"hidden_seconds", a.hidden_seconds},
                                   {"hidden_share", a.in_flight_seconds > 0 ? a.hidden_seconds / a.in_flight_seconds : 0.0}};
   };
+  j["utilization_per_rank"] = nlohmann::ordered_json::array();
+  for (const auto& points : stats.utilization_per_rank) {
+    nlohmann::ordered_json series = nlohmann::ordered_json::array();
+    for (const auto& [t, percent] : points) series.push_back({t, percent});
+    j["utilization_per_rank"].push_back(series);
+  }
   j["allreduce"] = allreduce_json(stats.allreduce);
   j["allreduce_per_rank"] = nlohmann::ordered_json::array();
   for (const AllreduceStats& a : stats.allreduce_per_rank) j["allreduce_per_rank"].push_back(allreduce_json(a));

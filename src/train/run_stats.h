@@ -30,6 +30,8 @@ struct RunStats {
   std::vector<std::array<int64_t, kPhaseCount>> phase_calls_per_rank;
   double training_flops_per_sample = 0;  // model GEMM FLOPs, forward and backward
   double gemm_peak_flops_per_second = 0;  // measured on this core at the end of the run
+  // Per rank: (seconds since the run started, device utilization %), at most a few hundred.
+  std::vector<std::vector<std::pair<double, double>>> utilization_per_rank;
   AllreduceStats allreduce;  // rank zero's
   std::vector<AllreduceStats> allreduce_per_rank;
 };

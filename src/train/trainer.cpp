@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -143,6 +144,7 @@ void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& lo
   loop.optimizer = make_optimizer(module.configure_optimizers(), module.network().num_params());
   if (comm_->size() > 1) start_distributed(module, loop);
   if (options_.profiler == "trace") start_trace(loop);
+  start_monitor();
   loop.train_loader = std::make_unique<Loader>(*loop.train_spec.dataset, loop.train_spec.batch_size,
                                                loop.train_spec.num_workers);
   loop.val_loader =
@@ -199,6 +201,42 @@ void Trainer::start_trace(Loop& loop) {
   }
 }
 
+// After the rank is pinned: the monitor watches the cores this process may run on.
+void Trainer::start_monitor() {
+  if (options_.monitor_interval_ms == 0) return;
+  MonitorOptions monitor_options;
+  monitor_options.interval_ms = options_.monitor_interval_ms;
+  if (options_.monitor_mode == "per-step") {
+    probe_ = std::make_unique<PerStepProbe>(monitor_options);
+  } else {
+    monitor_ = std::make_unique<DeviceMonitor>(monitor_options);
+    monitor_started_ = std::chrono::steady_clock::now();
+    monitor_->start();
+  }
+}
+
+// device_<rank>_utilization of every rank (the seed's metric), gathered for logging.
+Metrics Trainer::device_utilization() {
+  if (!monitor_ && !probe_) return {};
+  const double mine = monitor_ ? monitor_->latest().utilization() : probed_utilization_;
+  const std::vector<double> all = comm_->allgather(mine);
+  Metrics out;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r] >= 0) out.emplace_back("device_" + std::to_string(r) + "_utilization", all[r]);
+  }
+  return out;
+}
+
+std::vector<UtilizationPoint> Trainer::utilization_points() const {
+  std::vector<UtilizationPoint> points;
+  if (!monitor_) return points;
+  const int64_t started = steady_ns(monitor_started_);
+  for (const DeviceSample& s : monitor_->samples()) {
+    if (s.utilization() >= 0) points.push_back({started + static_cast<int64_t>(s.seconds * 1e9), s.utilization()});
+  }
+  return points;
+}
+
 void Trainer::fit(LightningModule& module, LightningDataModule& data) {
   Loop loop;
   setup(module, data, loop);
@@ -249,6 +287,10 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
     // Lightning steps on every k-th micro-batch and on the last batch of the epoch.
     const bool step_optimizer = (i + 1) % accumulate == 0 || i + 1 == loader.num_batches();
 
+    if (probe_) {  // the seed's habit: initialise, read every device, shut down, every step
+      clock_.enter(Phase::kMonitor);
+      probed_utilization_ = probe_->probe_once().utilization();
+    }
     clock_.enter(Phase::kForward);
     module.batch_size_ = batch.size;
     const double loss = module.training_step(batch, i);
@@ -283,7 +325,9 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
       stats_.optimizer_steps = global_step_;
       if (global_step_ % options_.log_every_n_steps == 0) {
         clock_.enter(Phase::kLogging);
-        log_metrics(global_mean(train_metrics_.latest()), global_step_ - 1);
+        Metrics metrics = global_mean(train_metrics_.latest());
+        for (auto& metric : device_utilization()) metrics.push_back(std::move(metric));
+        log_metrics(metrics, global_step_ - 1);
       }
       if (options_.max_steps > 0 && global_step_ >= options_.max_steps) return false;
     }
@@ -400,6 +444,8 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
   gather_field(&AllreduceStats::in_flight_seconds);
   gather_field(&AllreduceStats::hidden_seconds);
   stats_.allreduce = stats_.allreduce_per_rank[0];
+  if (monitor_) monitor_->stop();
+  gather_utilization();
   if (options_.profiler == "trace") write_trace();
   if (!is_global_zero()) return;
 
@@ -417,6 +463,25 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
   }
 }
 
+// Every rank's utilization over the run for summary.json: (seconds since the run's start,
+// percent), thinned to at most kMaxPoints per rank.
+void Trainer::gather_utilization() {
+  constexpr std::size_t kMaxPoints = 300;
+  const std::vector<UtilizationPoint> points = utilization_points();
+  const std::size_t stride = points.size() / kMaxPoints + 1;
+  std::vector<std::pair<double, double>> mine;
+  for (std::size_t i = 0; i < points.size(); i += stride) {
+    mine.emplace_back((points[i].time_ns - steady_ns(start_)) * 1e-9, points[i].percent);
+  }
+  const auto parts = gather_at_rank_zero(*comm_, std::as_bytes(std::span(mine)));
+  stats_.utilization_per_rank.clear();
+  for (const auto& part : parts) {
+    std::vector<std::pair<double, double>> series(part.size() / sizeof(std::pair<double, double>));
+    std::memcpy(static_cast<void*>(series.data()), part.data(), part.size());
+    stats_.utilization_per_rank.push_back(std::move(series));
+  }
+}
+
 // Every rank's spans at rank zero, aligned to rank zero's clock, written as trace.json.
 void Trainer::write_trace() {
   RankTrace mine;
@@ -425,6 +490,7 @@ void Trainer::write_trace() {
   mine.clock_offset_ns = clock_offset_ns_;
   mine.spans.assign(spans_->begin(), spans_->end());
   mine.dropped = spans_->dropped();
+  mine.utilization = utilization_points();
   const std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(*comm_, serialize_rank_trace(mine));
   if (!is_global_zero()) return;
   std::vector<RankTrace> ranks;

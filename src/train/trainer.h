@@ -12,11 +12,13 @@
 
 #include "dist/communicator.h"
 #include "log/logger.h"
+#include "observe/device_monitor.h"
 #include "observe/phase_clock.h"
 #include "train/config.h"
 #include "train/metric_sink.h"
 #include "train/module.h"
 #include "train/progress_bar.h"
+#include "observe/trace_writer.h"
 #include "train/run_stats.h"
 
 namespace ddp {
@@ -47,6 +49,10 @@ class Trainer {
   void validate(LightningModule& module, Loop& loop);
   void start_distributed(LightningModule& module, Loop& loop);
   Metrics global_mean(const Metrics& local);
+  Metrics device_utilization();
+  void start_monitor();
+  void gather_utilization();
+  std::vector<UtilizationPoint> utilization_points() const;
   void log_metrics(const Metrics& metrics, int64_t step);
   void flush_loggers();
   void finish(LightningModule& module, const Loop& loop);
@@ -60,6 +66,10 @@ class Trainer {
   Communicator* comm_ = nullptr;  // the MPI world, or local_comm_
   std::unique_ptr<Communicator> local_comm_;
   std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
+  std::unique_ptr<DeviceMonitor> monitor_;  // --monitor-mode background
+  std::unique_ptr<PerStepProbe> probe_;     // --monitor-mode per-step (the seed's habit)
+  double probed_utilization_ = -1;
+  std::chrono::steady_clock::time_point monitor_started_{};
   int64_t clock_offset_ns_ = 0;
   std::filesystem::path log_dir_;
   std::vector<std::unique_ptr<Logger>> loggers_;

@@ -1,0 +1,156 @@
+#include "doctor_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/error.h"
+#include "dist/launcher.h"
+#include "dist/mpi_communicator.h"
+#include "dist/world.h"
+#include "doctor/allreduce_probe.h"
+#include "doctor/doctor.h"
+#include "log/run_dir.h"
+#include "train/options.h"
+#include "train/parse_value.h"
+
+namespace ddp {
+namespace {
+
+// --devices 1,2,3: increasing, distinct, each from 1 to what can run here.
+std::vector<int> parse_device_list(const std::string& text) {
+  const int limit = std::max(8, 4 * static_cast<int>(std::thread::hardware_concurrency()));
+  const std::string accepted =
+      fmt::format("an increasing comma list of distinct device counts from 1 to {} (4 per core here), e.g. 1,2,3", limit);
+  std::vector<int> devices;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    int64_t value = 0;
+    try {
+      value = parse_int("devices", item, 1, limit);
+    } catch (const UsageError&) {
+      reject_value("devices", text, accepted);
+    }
+    if (!devices.empty() && value <= devices.back()) reject_value("devices", text, accepted);
+    devices.push_back(static_cast<int>(value));
+    start = comma + 1;
+  }
+  return devices;
+}
+
+int run(CLI::App& command, RunOptions& options, const std::string& devices_text, bool overwrite, bool ablations,
+        int argc, char** argv) {
+  Config config = resolve_config(typed_options(command, options), options.preset, options.config_file);
+  std::vector<std::string> notes;
+  std::vector<int> devices;
+  if (!devices_text.empty()) {
+    devices = parse_device_list(devices_text);
+  } else {
+    // The configuration's device count, as far as this machine has cores for: a preset's 3
+    // devices become 2 on a 2-core machine, and the report says so.
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    const int wanted = config.trainer.devices > 1 ? config.trainer.devices : 2;
+    const int most = std::max(1, std::min(wanted, cores));
+    devices = most > 1 ? std::vector<int>{1, most} : std::vector<int>{1};
+    if (most < wanted) {
+      notes.push_back(fmt::format("The configuration asks for {} devices; this machine has {} cores, so {} compared "
+                                  "1 and {} devices (give --devices to choose).",
+                                  wanted, cores, command.get_name(), most));
+    }
+  }
+  config.trainer.devices = 0;  // each run sets its own
+  if (config.preset == "seed" && ablations) {
+    // The seed's script probes utilization inside every step: the baseline keeps that habit,
+    // and an ablation measures what sampling in the background saves.
+    config.trainer.monitor_mode = "per-step";
+    notes.push_back("The baseline keeps the seed's habit of probing device utilization inside every training step "
+                    "(--monitor-mode per-step); the ablation monitor-background measures its cost.");
+  }
+  if (config.preset == "seed") {
+    notes.push_back("The seed's model returns [B,1,1] against a [B,1] target, so PyTorch's MSELoss broadcasts to "
+                    "[B,B,1] and compares every prediction with every target (it warns about it): the loss is not "
+                    "the per-sample error. ddpscope uses matching shapes [B,1]; the cost per step is the same.");
+  }
+  validate_config(config);
+
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(config.trainer.default_root_dir) / config.trainer.name;
+  if (!config.trainer.version.empty()) {
+    const std::string folder = std::all_of(config.trainer.version.begin(), config.trainer.version.end(), ::isdigit)
+                                   ? "version_" + config.trainer.version
+                                   : config.trainer.version;
+    if (fs::exists(parent / folder)) {
+      if (!overwrite) {
+        throw UsageError(fmt::format("--version: '{}' exists already; choose another, omit --version for the next "
+                                     "free one, or pass --overwrite",
+                                     (parent / folder).string()));
+      }
+      fs::remove_all(parent / folder);
+    }
+  }
+  DoctorRequest request;
+  request.config = config;
+  request.devices = devices;
+  request.ablations = ablations;
+  request.dir = make_run_dir(config.trainer.default_root_dir, config.trainer.name, config.trainer.version);
+  request.notes = notes;
+  std::string typed = "ddpscope";
+  for (int i = 1; i < argc; ++i) typed += std::string(" ") + argv[i];
+  request.command = typed;
+  run_doctor(request, stdout);
+  return 0;
+}
+
+int run_probe(DoctorCommands& c, int argc, char** argv) {
+  if (c.probe_devices > 1 && !launched_by_mpi()) return relaunch_under_mpirun(argc, argv, c.probe_devices);
+  std::vector<int64_t> sizes;
+  std::size_t start = 0;
+  while (start <= c.probe_sizes.size()) {
+    const std::size_t comma = std::min(c.probe_sizes.find(',', start), c.probe_sizes.size());
+    sizes.push_back(parse_int("sizes", c.probe_sizes.substr(start, comma - start), 4, int64_t{1} << 30));
+    start = comma + 1;
+  }
+  Communicator& comm = mpi_world();
+  const std::vector<ProbePoint> points = probe_allreduce(comm, sizes);
+  if (comm.rank() == 0) {
+    nlohmann::json j = {{"points", nlohmann::json::array()}};
+    for (const ProbePoint& p : points) j["points"].push_back({{"ranks", p.ranks}, {"bytes", p.bytes}, {"seconds", p.seconds}});
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_doctor_commands(CLI::App& app, DoctorCommands& c) {
+  c.compare = app.add_subcommand("compare", "the same run at each device count, side by side (--devices 1,2,3)");
+  add_run_options(*c.compare, c.compare_options, {"devices"});
+  c.compare->add_option("--devices", c.compare_devices, "device counts to compare, e.g. 1,2,3")->group("trainer");
+  c.compare->add_flag("--overwrite", c.compare_overwrite, "replace an existing --version folder");
+
+  c.doctor = app.add_subcommand("doctor", "compare + ablations of the seed's habits + a fitted scaling model + findings");
+  add_run_options(*c.doctor, c.doctor_options, {"devices"});
+  c.doctor->add_option("--devices", c.doctor_devices, "device counts to compare, e.g. 1,2")->group("trainer");
+  c.doctor->add_flag("--overwrite", c.doctor_overwrite, "replace an existing --version folder");
+
+  c.probe = app.add_subcommand("probe-allreduce", "time MPI allreduce at a few sizes (used by doctor)");
+  c.probe->group("");  // internal: not listed in --help
+  c.probe->add_option("--devices", c.probe_devices, "ranks")->check(CLI::Range(1, 4096));
+  c.probe->add_option("--sizes", c.probe_sizes, "comma list of byte counts")->required();
+}
+
+int run_doctor_commands(DoctorCommands& c, int argc, char** argv) {
+  if (c.compare->parsed()) return run(*c.compare, c.compare_options, c.compare_devices, c.compare_overwrite, false, argc, argv);
+  if (c.doctor->parsed()) return run(*c.doctor, c.doctor_options, c.doctor_devices, c.doctor_overwrite, true, argc, argv);
+  if (c.probe->parsed()) return run_probe(c, argc, argv);
+  return 0;
+}
+
+}  // namespace ddp

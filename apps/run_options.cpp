@@ -1,0 +1,44 @@
+#include "run_options.h"
+
+#include <algorithm>
+
+#include "train/options.h"
+
+namespace ddp {
+
+void add_run_options(CLI::App& command, RunOptions& run, const std::vector<std::string>& skip) {
+  command.add_option("--preset", run.preset, "a named configuration: seed (the seed's Trainer)")->group("presets");
+  command.add_option("--config", run.config_file, "YAML file of options (names without dashes)")->group("presets");
+  for (const OptionSpec& spec : option_specs()) {
+    if (std::find(skip.begin(), skip.end(), spec.name) != skip.end()) continue;
+    CLI::Option* option = spec.is_flag ? command.add_flag("--" + spec.name)->description(spec.help)
+                                       : command.add_option("--" + spec.name, spec.help)->type_size(1);
+    option->group(spec.group);
+    if (!spec.is_flag) option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    run.names[option] = spec.name;
+    if (!spec.negation.empty()) {
+      CLI::Option* negation = command.add_flag("--" + spec.negation)->description("turn --" + spec.name + " off");
+      negation->group(spec.group);
+      run.names[negation] = spec.negation;
+    }
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> typed_options(const CLI::App& command, const RunOptions& run) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::map<const CLI::Option*, std::size_t> seen;
+  for (CLI::Option* option : command.parse_order()) {
+    const auto name = run.names.find(option);
+    if (name == run.names.end()) continue;
+    const std::size_t occurrence = seen[option]++;
+    if (option->get_type_size() == 0) {
+      out.emplace_back(name->second, "true");
+    } else {
+      const CLI::results_t& results = option->results();
+      out.emplace_back(name->second, occurrence < results.size() ? results[occurrence] : results.back());
+    }
+  }
+  return out;
+}
+
+}  // namespace ddp

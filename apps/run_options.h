@@ -1,0 +1,26 @@
+#pragma once
+// The options of DESIGN §1 on a CLI11 subcommand. Values stay text here; the option table
+// (src/train/options.h) parses and validates them, so the command line and YAML files
+// share one parser.
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ddp {
+
+struct RunOptions {
+  std::string preset;
+  std::string config_file;
+  std::map<CLI::Option*, std::string> names;  // option -> table name ("no-shuffle" for negations)
+};
+
+// skip: table options this subcommand declares itself (compare's list-valued --devices).
+void add_run_options(CLI::App& command, RunOptions& run, const std::vector<std::string>& skip = {});
+
+// (name, value) in the order the user typed them, so the last one given wins.
+std::vector<std::pair<std::string, std::string>> typed_options(const CLI::App& command, const RunOptions& run);
+
+}  // namespace ddp

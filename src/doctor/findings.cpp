@@ -1,0 +1,189 @@
+#include "doctor/findings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "doctor/interconnect.h"
+
+namespace ddp {
+namespace {
+
+std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
+
+// A habit whose removal made the run faster by more than kHabitMinShare.
+void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
+  for (const AblationResult& a : in.ablations) {
+    if (a.habit.empty() || !a.run.ok || a.baseline == nullptr || !a.baseline->ok) continue;
+    const double saved = a.baseline->wall_seconds - a.run.wall_seconds;
+    const double share = saved / a.baseline->wall_seconds;
+    if (share <= kHabitMinShare) continue;
+    const int64_t steps = std::max<int64_t>(1, a.baseline->optimizer_steps());
+    Finding f;
+    f.title = fmt::format("{} costs {:.2f} ms per optimizer step on each rank: {} of the run at {} device{}", a.habit,
+                          1e3 * saved / steps, percent(share), a.run.devices, a.run.devices > 1 ? "s" : "");
+    f.detail = fmt::format("{} took {:.2f} s; with {} it took {:.2f} s{}.", a.baseline->label,
+                           a.baseline->wall_seconds, a.name, a.run.wall_seconds,
+                           a.run.extrapolated ? fmt::format(" (extrapolated from {} epochs)", a.run.epochs_run) : "");
+    f.cost_seconds = saved;
+    f.share_of_wall = share;
+    f.evidence = {a.baseline->label, a.run.label};
+    f.fix = a.fix;
+    out.push_back(std::move(f));
+  }
+}
+
+double spread_phase(const RunRecord& run, const std::string& phase, int* slowest, double* fastest) {
+  double max = 0, min = 1e300;
+  int r = 0;
+  for (const auto& rank : run.summary["phases_per_rank"]) {
+    const double s = rank[phase].get<double>();
+    if (s > max) {
+      max = s;
+      *slowest = r;
+    }
+    min = std::min(min, s);
+    ++r;
+  }
+  *fastest = min;
+  return max;
+}
+
+void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
+  if (in.device_runs.size() < 2) return;
+  const RunRecord& one = *in.device_runs.front();
+  const RunRecord& many = *in.device_runs.back();
+  if (!one.ok || !many.ok || one.devices != 1 || many.devices < 2) return;
+  const int n = many.devices;
+  const double wall = many.wall_seconds;
+  const double speedup = one.wall_seconds / wall;
+  const double extra_startup = std::max(0.0, many.startup() - one.startup());
+  const double comm_wait = many.phase("comm_wait");
+  const std::vector<std::string> evidence = {one.label, many.label};
+
+  if (speedup < kEfficiencyFloor * n) {
+    Finding f;
+    f.title = speedup < 1 ? fmt::format("{} devices are slower than one: {:.2f} s against {:.2f} s", n, wall, one.wall_seconds)
+                          : fmt::format("{} devices are {:.2f}x faster than one, {} of the ideal {}x", n, speedup,
+                                        percent(speedup / n), n);
+    const double ideal = one.wall_seconds / n;
+    f.detail = fmt::format(
+        "Ideal would be {:.2f} s. The {}-device run spent {:.2f} s starting up ({:.2f} s more than one device), "
+        "{:.2f} s waiting for gradients, and {:.2f} s computing (forward, backward, validation) per rank.",
+        ideal, n, many.startup(), extra_startup, comm_wait,
+        many.phase("forward") + many.phase("backward") + many.phase("validation"));
+    f.cost_seconds = wall - ideal;
+    f.share_of_wall = f.cost_seconds / wall;
+    f.evidence = evidence;
+    const auto batch = smallest_batch_where_n_beats_one(in.model, in.workload, n);
+    const auto width = smallest_width_where_n_beats_one(in.model, in.workload, n);
+    if (speedup < 1) {
+      f.fix = fmt::format("Give each device more work per synchronisation. The fitted model predicts {} devices beat one {}{}.",
+                          n, batch ? fmt::format("from a per-device batch of {}", *batch) : "at no batch size up to 65536",
+                          width ? fmt::format(", or from a hidden width of {}", *width) : "");
+    } else {
+      f.fix = "See the costs below, largest first.";
+    }
+    out.push_back(std::move(f));
+  }
+
+  if (extra_startup / wall > kStartupMinShare) {
+    Finding f;
+    f.title = fmt::format("Starting {} processes and MPI costs {:.2f} s: {} of the {}-device run", n, extra_startup,
+                          percent(extra_startup / wall), n);
+    f.detail = fmt::format("Start-up took {:.2f} s at 1 device and {:.2f} s at {} devices (launching under mpirun, "
+                           "initialising MPI, broadcasting the parameters). It does not shrink with the epochs.",
+                           one.startup(), many.startup(), n);
+    f.cost_seconds = extra_startup;
+    f.share_of_wall = extra_startup / wall;
+    f.evidence = evidence;
+    f.fix = "Amortise it: train longer runs per launch, or keep one process per device alive across experiments.";
+    out.push_back(std::move(f));
+  }
+
+  if (comm_wait / wall > kCommWaitMinShare) {
+    const WorkloadCounts counts = count_workload(in.workload);
+    double per_sync = 0;
+    for (const int64_t bytes : counts.bucket_bytes) {
+      per_sync += ring_allreduce_seconds(n, static_cast<double>(bytes), in.model.alpha_seconds, in.model.beta_bytes_per_second);
+    }
+    const double transfer = per_sync * counts.syncs_per_epoch * in.workload.epochs;
+    Finding f;
+    f.title = fmt::format("Waiting for gradients costs {:.2f} s at {} devices: {} of the run", comm_wait, n,
+                          percent(comm_wait / wall));
+    f.detail = fmt::format(
+        "{} gradient synchronisations of {:.0f} KB. By the measured allreduce (alpha {:.1f} us, beta {:.2f} GB/s) the "
+        "transfers take {:.3f} s; the other {:.3f} s is ranks waiting for the slowest one ({} of the compute between "
+        "synchronisations on this machine).",
+        counts.syncs_per_epoch * in.workload.epochs, counts.parameters * 4 / 1e3, 1e6 * in.model.alpha_seconds,
+        in.model.beta_bytes_per_second / 1e9, transfer, std::max(0.0, comm_wait - transfer),
+        percent(in.model.jitter_fraction));
+    f.cost_seconds = comm_wait;
+    f.share_of_wall = comm_wait / wall;
+    f.evidence = {many.label};
+    f.fix = "Synchronise less often per unit of work: a larger per-device batch or more gradient accumulation; "
+            "keep no_sync on during accumulation.";
+    out.push_back(std::move(f));
+  }
+
+  for (const char* phase : {"data", "forward", "backward", "optimizer", "validation", "logging", "monitor"}) {
+    int slowest = 0;
+    double fastest = 0;
+    const double max = spread_phase(many, phase, &slowest, &fastest);
+    const double gap = max - fastest;
+    if (max <= 0 || gap <= kStragglerMinSpread * max || gap / many.summary["wall_seconds"].get<double>() <= kStragglerMinShare) {
+      continue;
+    }
+    Finding f;
+    f.title = fmt::format("Rank {} is a straggler in {}: {:.3f} s more than the fastest rank", slowest, phase, gap);
+    f.detail = fmt::format("In {}, {} took {:.3f} s on rank {} and {:.3f} s on the fastest rank; every other rank "
+                           "waits for it at the next synchronisation.",
+                           many.label, phase, max, slowest, fastest);
+    f.cost_seconds = gap;
+    f.share_of_wall = gap / many.summary["wall_seconds"].get<double>();
+    f.evidence = {many.label};
+    f.fix = std::string(phase) == "logging"
+                ? "Rank zero alone writes the logs; log less often (--log-every-n-steps) if this matters."
+                : "Check what else runs on that rank's core (other processes, interrupts); pin ranks to idle cores.";
+    out.push_back(std::move(f));
+  }
+}
+
+void fixed_cost_finding(const FindingInputs& in, std::vector<Finding>& out) {
+  if (in.device_runs.empty() || !in.device_runs.front()->ok || in.model.flops_per_second <= 0) return;
+  const WorkloadCounts counts = count_workload(in.workload);
+  const double flops = counts.training_flops_per_sample * in.workload.batch_size;
+  const double compute = flops / in.model.flops_per_second;
+  const double fixed = in.model.fixed_seconds_per_step;
+  const double share = fixed / (fixed + compute);
+  if (share <= kFixedCostMinShare) return;
+  const RunRecord& run = *in.device_runs.front();
+  Finding f;
+  f.title = fmt::format("Fixed costs are {} of every micro-batch's compute", percent(share));
+  f.detail = fmt::format("A micro-batch of {} samples needs {:.1f} MFLOP, {:.3f} ms at the fitted {:.0f} GFLOP/s, "
+                         "but also {:.3f} ms that do not depend on its size (kernel calls, bookkeeping).",
+                         in.workload.batch_size, flops / 1e6, 1e3 * compute, in.model.flops_per_second / 1e9, 1e3 * fixed);
+  f.cost_seconds = fixed * counts.micro_batches_per_epoch * in.workload.epochs;
+  f.share_of_wall = f.cost_seconds / run.wall_seconds;
+  f.evidence = {run.label};
+  f.fix = "Use larger batches (or a wider model): the fixed part is paid once per micro-batch whatever its size.";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+std::vector<Finding> find_problems(const FindingInputs& inputs) {
+  std::vector<Finding> out;
+  habit_findings(inputs, out);
+  multi_device_findings(inputs, out);
+  fixed_cost_finding(inputs, out);
+  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.cost_seconds > b.cost_seconds; });
+  return out;
+}
+
+nlohmann::ordered_json to_json(const Finding& f) {
+  return {{"title", f.title},          {"detail", f.detail},     {"cost_seconds", f.cost_seconds},
+          {"share_of_wall", f.share_of_wall}, {"evidence", f.evidence}, {"fix", f.fix}};
+}
+
+}  // namespace ddp

@@ -1,0 +1,806 @@
+#include "doctor/report_html.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "doctor/svg_chart.h"
+#include "observe/phase.h"
+
+namespace ddp {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Points = std::vector<std::pair<double, double>>;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Predictions further off than this are flagged; the doctor's accuracy goal (issue 5).
+constexpr double kPredictionTolerance = 0.15;
+// More samples than this per device add nothing visible and bloat the file.
+constexpr std::size_t kMaxPointsPerSeries = 1500;
+
+// Same order as kPhaseNames. Communication wait is the one red: it is the cost of going parallel.
+constexpr std::array<const char*, kPhaseCount> kPhaseColors = {
+    "#9aa3ad", "#f1ce63", "#4e79a7", "#8cb4dc", "#e15759", "#59a14f", "#b07aa1", "#9c755f", "#f28e2b", "#d4d8dd"};
+constexpr std::array<const char*, 8> kDeviceColors = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                                      "#76b7b2", "#b8962e", "#b07aa1", "#9c755f"};
+constexpr std::array<const char*, 6> kInterconnectColors = {"#6a9f58", "#8e6c8a", "#5d8aa8",
+                                                            "#a6761d", "#b5525c", "#7f7f7f"};
+constexpr const char* kMeasuredColor = "#1f4e79";
+constexpr const char* kPredictedColor = "#d9822b";
+constexpr const char* kIdealColor = "#9aa3ad";
+
+constexpr const char* kStyle = R"css(
+:root{--ink:#1d2330;--muted:#5b6472;--line:#dde1e7;--bg:#f5f6f8;--card:#fff;--accent:#1f5f99;--bad:#b42318;--good:#2f7d32}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--ink);font:15px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue","Liberation Sans",Arial,sans-serif;-webkit-font-smoothing:antialiased}
+main{max-width:1000px;margin:0 auto;padding:28px 24px 64px}
+header{margin:8px 0 20px}
+.kicker{color:var(--muted);font-size:13px;letter-spacing:.04em;text-transform:uppercase;margin:0}
+h1{font-size:30px;line-height:1.2;margin:4px 0 10px;letter-spacing:-.01em}
+h2{font-size:19px;margin:0 0 4px}
+h2 .num{color:var(--muted);font-weight:500;margin-right:8px}
+h3{font-size:15px;margin:16px 0 6px}
+section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:20px 24px;margin:18px 0}
+.lead{color:var(--muted);margin:0 0 12px}
+.verdict{font-size:17px;background:var(--card);border:1px solid var(--line);border-left:4px solid var(--accent);border-radius:0 10px 10px 0;padding:12px 16px;margin:12px 0}
+.verdict p{margin:2px 0}
+blockquote{margin:10px 0;padding:2px 14px;border-left:3px solid var(--line);color:var(--muted);font-style:italic}
+ul.notes{margin:8px 0 14px;padding-left:20px}
+ul.notes li{margin:3px 0}
+figure{margin:6px 0 0;break-inside:avoid;page-break-inside:avoid}
+figcaption{color:var(--muted);font-size:13px;margin-top:4px}
+svg.chart{width:100%;height:auto;display:block}
+svg text{font-family:inherit}
+.tick{font-size:12px;fill:#5b6472;font-variant-numeric:tabular-nums}
+.axis-title{font-size:13px;fill:#1d2330;font-weight:600}
+.grid{stroke:#eceef2;stroke-width:1}
+.axis{stroke:#8a93a0;stroke-width:1}
+.value{font-size:12px;fill:#1d2330;font-weight:600}
+.bar-label{font-size:13px;fill:#1d2330}
+.seg-label{font-size:11px;pointer-events:none}
+.ref{font-size:11px;fill:var(--bad)}
+table{border-collapse:collapse;width:100%;font-size:14px;font-variant-numeric:tabular-nums;margin:6px 0}
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:top}
+th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em;border-bottom:2px solid var(--line)}
+.num{text-align:right;white-space:nowrap}
+table.config{table-layout:fixed}
+table.config col.key{width:22%}
+table.config col.val{width:11.33%}
+table.config td{font-size:13px;padding:4px 8px;overflow-wrap:anywhere}
+table.config td.key{color:var(--muted);font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace;font-size:12px}
+table.kv{width:auto;min-width:50%}
+table.kv td{padding:4px 24px 4px 8px}
+table.kv td.key{color:var(--muted)}
+.worse{color:var(--bad)}
+.better{color:var(--good)}
+.off{color:var(--bad);font-weight:600}
+.muted{color:var(--muted)}
+ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;margin:8px 0 4px;font-size:13px}
+.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px;-webkit-print-color-adjust:exact;print-color-adjust:exact}
+.swatch.line{height:0;width:24px;border-radius:0;border-top-width:3px;border-top-style:solid;vertical-align:4px}
+.swatch.line.dashed{border-top-style:dashed}
+.swatch.line.dotted{border-top-style:dotted}
+.swatch.line.thin{border-top-width:2px}
+pre{background:#f3f5f8;border:1px solid var(--line);border-radius:6px;padding:10px 12px;margin:6px 0 12px;white-space:pre-wrap;word-break:break-all;font:13px/1.45 ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace}
+code{font:12.5px ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace;background:#f0f2f5;border-radius:4px;padding:1px 5px}
+ol#findings{list-style:none;padding:0;margin:8px 0;counter-reset:finding}
+li.finding{counter-increment:finding;border-left:4px solid #e15759;background:#fcf8f8;border-radius:0 8px 8px 0;padding:10px 16px;margin:12px 0;break-inside:avoid;page-break-inside:avoid}
+li.finding h3{margin:2px 0 4px}
+li.finding h3::before{content:counter(finding) ". ";color:var(--muted)}
+li.finding p{margin:4px 0}
+.cost{font-variant-numeric:tabular-nums}
+.fix strong{color:var(--good)}
+a{color:var(--accent)}
+footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
+@media print{
+ body{background:#fff;font-size:10.5pt}
+ main{max-width:none;padding:0}
+ section{border:none;border-radius:0;padding:0;margin:0 0 18pt}
+ .verdict{background:#fff}
+ li.finding{background:#fff}
+ figure,table,pre,li.finding,.verdict{break-inside:avoid;page-break-inside:avoid}
+ h2,h3{break-after:avoid;page-break-after:avoid}
+ a{color:inherit;text-decoration:none}
+}
+@page{margin:14mm}
+)css";
+
+// Proves in a browser that the page was parsed and its charts built; the charts never depend on it.
+constexpr const char* kScript = R"js(
+(function () {
+  var b = document.body, q = function (s) { return document.querySelectorAll(s).length; };
+  b.dataset.svgCount = q('svg.chart');
+  b.dataset.seriesCount = q('#utilization-chart .series');
+  b.dataset.findingCount = q('#findings li.finding');
+  b.dataset.ready = '1';
+})();
+)js";
+
+const Json& null_json() {
+  static const Json kNull;
+  return kNull;
+}
+
+const Json& member(const Json& j, const char* key) {
+  if (!j.is_object()) return null_json();
+  const auto it = j.find(key);
+  return it == j.end() ? null_json() : *it;
+}
+
+const Json& array_of(const Json& j, const char* key) {
+  static const Json kEmpty = Json::array();
+  const Json& v = member(j, key);
+  return v.is_array() ? v : kEmpty;
+}
+
+double number_of(const Json& j, const char* key) {
+  const Json& v = member(j, key);
+  return v.is_number() ? v.get<double>() : kNaN;
+}
+
+std::string text_of(const Json& j, const char* key) {
+  const Json& v = member(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::string esc(std::string_view text) { return html_escape(text); }
+
+// A config or model value as a user would type it.
+std::string value_text(const Json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().empty() ? "—" : v.get<std::string>();
+  if (v.is_null()) return "—";
+  return v.dump();
+}
+
+std::string seconds_text(double seconds) { return std::isfinite(seconds) ? format_number(seconds) + " s" : "—"; }
+
+std::string percent_text(double share, bool sign = false) {
+  if (!std::isfinite(share)) return "—";
+  return sign ? fmt::format("{:+.1f} %", 100 * share) : fmt::format("{:.1f} %", 100 * share);
+}
+
+int as_int(double v) { return std::isfinite(v) ? static_cast<int>(std::lround(v)) : 0; }
+
+struct Run {
+  std::string label;
+  int devices = 0;
+  double wall = kNaN;
+  const Json* json = nullptr;
+};
+
+std::vector<Run> runs_of(const Json& doc) {
+  std::vector<Run> runs;
+  for (const Json& r : array_of(doc, "runs")) {
+    const Json& summary = member(r, "summary");
+    Run run;
+    run.json = &r;
+    run.devices = as_int(std::isfinite(number_of(r, "devices")) ? number_of(r, "devices")
+                                                                 : number_of(summary, "world_size"));
+    run.label = text_of(r, "label");
+    if (run.label.empty()) run.label = fmt::format("devices={}", run.devices);
+    run.wall = number_of(summary, "wall_seconds");
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+const Run* run_with_devices(const std::vector<Run>& runs, int devices) {
+  for (const Run& r : runs)
+    if (r.devices == devices && std::isfinite(r.wall)) return &r;
+  return nullptr;
+}
+
+// The doctor's own speedup where it wrote one, else wall(1 device) / wall(N) from the runs.
+double speedup_of(const Json& doc, const std::vector<Run>& runs, const Run& run) {
+  const double stated = number_of(member(doc, "speedup"), std::to_string(run.devices).c_str());
+  if (std::isfinite(stated)) return stated;
+  const Run* one = run_with_devices(runs, 1);
+  return one && run.wall > 0 ? one->wall / run.wall : kNaN;
+}
+
+const Run* largest_run(const std::vector<Run>& runs) {
+  const Run* best = nullptr;
+  for (const Run& r : runs)
+    if (!best || r.devices > best->devices) best = &r;
+  return best;
+}
+
+std::string legend_item(std::string_view color, std::string_view label, std::string_view line_style = "") {
+  if (line_style.empty()) {
+    return fmt::format("<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>", color, esc(label));
+  }
+  return fmt::format("<li><span class=\"swatch line {}\" style=\"border-top-color:{}\"></span>{}</li>", line_style,
+                     color, esc(label));
+}
+
+// Dark text on light fills, white on dark ones, so segment labels stay legible.
+const char* text_color_on(std::string_view hex) {
+  const auto channel = [&](std::size_t at) { return std::stoi(std::string(hex.substr(at, 2)), nullptr, 16); };
+  const double luminance = 0.299 * channel(1) + 0.587 * channel(3) + 0.114 * channel(5);
+  return luminance > 150 ? "#1d2330" : "#ffffff";
+}
+
+std::string section_start(const char* id, int number, std::string_view title, std::string_view lead) {
+  std::string out = fmt::format("<section id=\"{}\"><h2><span class=\"num\">{}.</span>{}</h2>", id, number,
+                                esc(title));
+  if (!lead.empty()) out += fmt::format("<p class=\"lead\">{}</p>", lead);  // lead is our own markup
+  return out;
+}
+
+std::string question_of(const Json& doc, const std::vector<Run>& runs) {
+  const Run* largest = largest_run(runs);
+  if (!largest || largest->devices <= 1 || !run_with_devices(runs, 1)) {
+    return "How fast does this configuration train, and where does the time go?";
+  }
+  const double speedup = speedup_of(doc, runs, *largest);
+  const int n = largest->devices;
+  if (!(speedup >= 1)) return fmt::format("Why are {} devices slower than one?", n);
+  if (speedup < 0.9 * n) return fmt::format("Why are {} devices only {}× faster than one?", n, format_number(speedup));
+  return fmt::format("Why are {} devices faster than one?", n);
+}
+
+std::string verdict_html(const Json& doc, const std::vector<Run>& runs) {
+  std::string out = "<div class=\"verdict\"><p>";
+  const Run* one = run_with_devices(runs, 1);
+  const Run* largest = largest_run(runs);
+  std::vector<std::string> walls;
+  for (const Run& r : runs) walls.push_back(fmt::format("{}: <strong>{}</strong>", esc(r.label), seconds_text(r.wall)));
+  out += walls.empty() ? std::string("No runs were recorded.") : "Measured wall time — " + fmt::format("{}", fmt::join(walls, " · "));
+  out += "</p>";
+  if (one && largest && largest->devices > 1) {
+    const double speedup = speedup_of(doc, runs, *largest);
+    out += fmt::format("<p>Speedup at {} devices: <strong>{}×</strong> (ideal {}×, parallel efficiency {}).</p>",
+                       largest->devices, format_number(speedup), largest->devices,
+                       percent_text(speedup / largest->devices));
+  }
+  const Json& findings = array_of(doc, "findings");
+  if (!findings.empty()) {
+    const Json& top = findings[0];
+    out += fmt::format("<p>Largest measured cost: <a href=\"#finding-1\">{}</a> ({}, {} of wall time).</p>",
+                       esc(text_of(top, "title")), seconds_text(number_of(top, "cost_seconds")),
+                       percent_text(number_of(top, "share_of_wall")));
+  }
+  return out + "</div>";
+}
+
+std::string config_table(const Json& config) {
+  if (!config.is_object() || config.empty()) return "<p class=\"muted\">No configuration recorded.</p>";
+  constexpr int kPairsPerRow = 3;
+  std::string out = "<table class=\"config\"><colgroup>";
+  for (int i = 0; i < kPairsPerRow; ++i) out += "<col class=\"key\"><col class=\"val\">";
+  out += "</colgroup><tbody>";
+  int column = 0;
+  for (const auto& [key, value] : config.items()) {
+    if (column == 0) out += "<tr>";
+    out += fmt::format("<td class=\"key\">{}</td><td class=\"val\">{}</td>", esc(key), esc(value_text(value)));
+    if (++column == kPairsPerRow) {
+      out += "</tr>";
+      column = 0;
+    }
+  }
+  if (column != 0) out += fmt::format("<td colspan=\"{}\"></td></tr>", 2 * (kPairsPerRow - column));
+  return out + "</tbody></table>";
+}
+
+std::string runs_table(const Json& doc, const std::vector<Run>& runs) {
+  std::string out =
+      "<table class=\"runs\"><thead><tr><th>run</th><th class=\"num\">devices</th><th class=\"num\">wall</th>"
+      "<th class=\"num\">samples/s</th><th class=\"num\">optimizer steps</th><th class=\"num\">speedup</th>"
+      "<th class=\"num\">efficiency</th></tr></thead><tbody>";
+  for (const Run& r : runs) {
+    const Json& summary = member(*r.json, "summary");
+    const double speedup = speedup_of(doc, runs, r);
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+        esc(r.label), r.devices, seconds_text(r.wall), format_count(std::round(number_of(summary, "samples_per_second"))),
+        format_count(number_of(summary, "optimizer_steps")),
+        std::isfinite(speedup) ? format_number(speedup) + "×" : "—",
+        r.devices > 0 ? percent_text(speedup / r.devices) : "—");
+  }
+  return out + "</tbody></table>";
+}
+
+std::string setup_section(const Json& doc, const std::vector<Run>& runs, int number) {
+  std::string out = section_start("setup", number, "Configuration and what was run", "");
+  const Json& notes = array_of(doc, "notes");
+  const double asked = number_of(member(doc, "config"), "devices");
+  const Run* largest = largest_run(runs);
+  const bool fewer = std::isfinite(asked) && largest && largest->devices < as_int(asked);
+  if (!notes.empty() || fewer) {
+    out += "<ul class=\"notes\">";
+    if (fewer) {
+      out += fmt::format("<li>The configuration asks for {} devices; the largest run used {}.</li>", as_int(asked),
+                         largest->devices);
+    }
+    for (const Json& note : notes)
+      if (note.is_string()) out += fmt::format("<li>{}</li>", esc(note.get<std::string>()));
+    out += "</ul>";
+  }
+  out += "<h3>Runs</h3>" + runs_table(doc, runs);
+  out += "<h3>Configuration</h3>" + config_table(member(doc, "config"));
+  return out + "</section>";
+}
+
+struct SpeedupSeries {
+  std::string name;
+  const char* color;
+  Points points;  // (devices, speedup)
+};
+
+// Predicted speedups at the configuration's own batch and width, one series per interconnect,
+// relative to the model's 1-device time (communication-free, so the same for every interconnect).
+std::vector<SpeedupSeries> predicted_speedups(const Json& doc, const std::vector<Run>& runs) {
+  const Json& predictions = array_of(doc, "predictions");
+  if (predictions.empty()) return {};
+  double batch = number_of(member(doc, "config"), "batch_size");
+  double width = number_of(member(doc, "config"), "hidden_size");
+  if (!std::isfinite(batch)) batch = number_of(predictions[0], "batch_size");
+  if (!std::isfinite(width)) width = number_of(predictions[0], "hidden_size");
+  const auto same_shape = [&](const Json& p) {
+    const double b = number_of(p, "batch_size"), w = number_of(p, "hidden_size");
+    return (!std::isfinite(b) || b == batch) && (!std::isfinite(w) || w == width);
+  };
+  double base = kNaN;
+  for (const Json& p : predictions)
+    if (same_shape(p) && as_int(number_of(p, "devices")) == 1 && text_of(p, "interconnect") == "measured")
+      base = number_of(p, "predicted_wall_seconds");
+  if (!std::isfinite(base))
+    if (const Run* one = run_with_devices(runs, 1)) base = one->wall;
+  if (!(base > 0)) return {};
+
+  std::vector<SpeedupSeries> series;
+  for (const Json& p : predictions) {
+    const double devices = number_of(p, "devices"), wall = number_of(p, "predicted_wall_seconds");
+    if (!same_shape(p) || !(devices >= 1) || !(wall > 0)) continue;
+    const std::string name = text_of(p, "interconnect").empty() ? "model" : text_of(p, "interconnect");
+    auto it = std::find_if(series.begin(), series.end(), [&](const SpeedupSeries& s) { return s.name == name; });
+    if (it == series.end()) {
+      const char* color = name == "measured" ? kPredictedColor
+                                             : kInterconnectColors[series.size() % kInterconnectColors.size()];
+      it = series.insert(series.end(), SpeedupSeries{name, color, {}});
+    }
+    it->points.emplace_back(devices, base / wall);
+  }
+  for (SpeedupSeries& s : series) {
+    // Every interconnect shares the 1-device time, so lines start together at the baseline.
+    if (std::none_of(s.points.begin(), s.points.end(), [](const auto& p) { return p.first == 1; }))
+      s.points.emplace_back(1.0, 1.0);
+    std::sort(s.points.begin(), s.points.end());
+  }
+  std::stable_partition(series.begin(), series.end(), [](const SpeedupSeries& s) { return s.name == "measured"; });
+  return series;
+}
+
+std::string speedup_section(const Json& doc, const std::vector<Run>& runs, int number) {
+  Points measured;
+  for (const Run& r : runs) {
+    const double s = speedup_of(doc, runs, r);
+    if (r.devices >= 1 && s > 0) measured.emplace_back(r.devices, s);
+  }
+  std::sort(measured.begin(), measured.end());
+  const std::vector<SpeedupSeries> predicted = predicted_speedups(doc, runs);
+
+  double max_devices = 2, min_speedup = 1, max_speedup = 1;
+  const auto include = [&](const Points& points) {
+    for (const auto& [d, s] : points) {
+      max_devices = std::max(max_devices, d);
+      min_speedup = std::min(min_speedup, s);
+      max_speedup = std::max(max_speedup, s);
+    }
+  };
+  include(measured);
+  for (const SpeedupSeries& s : predicted) include(s.points);
+  max_speedup = std::max(max_speedup, max_devices);  // the ideal line's end
+
+  // Up to 16 devices a linear axis reads best; beyond, log2 on both axes keeps 1 and 2 apart
+  // and keeps the ideal line straight.
+  const bool log_axes = max_devices > 16;
+  const PlotBox box{78, 16, 740, 350};
+  std::unique_ptr<Scale> x, y;
+  if (log_axes) {
+    x = std::make_unique<Scale>(1 / 1.15, max_devices * 1.15, box.left, box.right, true);
+    y = std::make_unique<Scale>(std::exp2(std::floor(std::log2(min_speedup))),
+                                std::exp2(std::ceil(std::log2(max_speedup))), box.bottom, box.top, true);
+  } else {
+    const double pad = std::max(0.2, 0.04 * (max_devices - 1));
+    x = std::make_unique<Scale>(1 - pad, max_devices + pad, box.left, box.right);
+    const auto [lo, hi] = nice_range(0, max_speedup * 1.04, 6);
+    y = std::make_unique<Scale>(lo, hi, box.bottom, box.top);
+  }
+  x->set_min_step(1);
+  const auto to_pixels = [&](const Points& points) {
+    Points out;
+    for (const auto& [d, s] : points) out.emplace_back((*x)(d), (*y)(s));
+    return out;
+  };
+
+  std::string legend = "<ul class=\"legend\">" + legend_item(kMeasuredColor, "measured") +
+                       legend_item(kIdealColor, "ideal (speedup = devices)", "dotted");
+  std::string svg = fmt::format(
+      "<svg class=\"chart\" viewBox=\"0 0 760 400\" role=\"img\" aria-label=\"Speedup against device count\">"
+      "<clipPath id=\"speedup-clip\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>",
+      box.left, box.top, box.right - box.left, box.bottom - box.top);
+  svg += svg_axes(*x, *y, box, log_axes ? "devices (log scale)" : "devices",
+                  log_axes ? "speedup over 1 device (log scale)" : "speedup over 1 device", "", "×");
+  svg += "<g clip-path=\"url(#speedup-clip)\">";
+  const double y_one = (*y)(1);
+  svg += fmt::format(
+      "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"#b42318\" stroke-width=\"1\" "
+      "stroke-dasharray=\"2 3\" opacity=\"0.7\"/><text class=\"ref\" x=\"{3}\" y=\"{4}\" text-anchor=\"end\">"
+      "break-even: as fast as 1 device</text>",
+      box.left, box.right, svg_coord(y_one), box.right - 4, svg_coord(y_one - 5));
+  svg += fmt::format(
+      "<polyline class=\"ideal\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" "
+      "stroke-dasharray=\"1 4\" stroke-linecap=\"round\"/>",
+      svg_points(to_pixels({{x->lo(), x->lo()}, {x->hi(), x->hi()}})), kIdealColor);
+  for (const SpeedupSeries& s : predicted) {
+    const bool main = s.name == "measured";
+    const std::string label = main ? "predicted (measured interconnect)" : "predicted: " + s.name;
+    legend += legend_item(s.color, label, main ? "dashed" : "thin");
+    svg += fmt::format(
+        "<polyline class=\"predicted\" data-interconnect=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" "
+        "stroke-width=\"{}\"{}><title>{}</title></polyline>",
+        esc(s.name), svg_points(to_pixels(s.points)), s.color, main ? 2.5 : 1.4,
+        main ? " stroke-dasharray=\"7 4\"" : " opacity=\"0.85\"", esc(label));
+    for (const auto& [d, sp] : s.points) {
+      svg += fmt::format(
+          "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"#fff\" stroke=\"{}\" stroke-width=\"1.5\"><title>{}: {} "
+          "devices, predicted speedup {}×</title></circle>",
+          svg_coord((*x)(d)), svg_coord((*y)(sp)), main ? 4 : 2.5, s.color, esc(s.name), format_count(d),
+          format_number(sp));
+    }
+  }
+  svg += "</g>";
+  for (const auto& [d, s] : measured) {
+    svg += fmt::format(
+        "<circle class=\"measured\" cx=\"{0}\" cy=\"{1}\" r=\"5.5\" fill=\"{2}\"><title>{3} devices: measured "
+        "speedup {4}×</title></circle><text class=\"value\" x=\"{5}\" y=\"{6}\">{4}×</text>",
+        svg_coord((*x)(d)), svg_coord((*y)(s)), kMeasuredColor, format_count(d), format_number(s),
+        svg_coord((*x)(d) + 9), svg_coord((*y)(s) + 16));
+  }
+  svg += "</svg>";
+  legend += "</ul>";
+  const std::string lead =
+      "Wall time of 1 device divided by wall time of N devices. Points are measured runs; lines are the "
+      "scaling model's predictions at this batch size and width, on this machine's measured interconnect and on "
+      "named interconnect presets. Above the break-even line, N devices beat one.";
+  return section_start("speedup", number, "Speedup against devices", lead) + "<figure id=\"speedup-chart\">" + legend +
+         svg + "</figure></section>";
+}
+
+std::string phase_section(const std::vector<Run>& runs, int number) {
+  struct Bar {
+    const Run* run;
+    std::array<double, kPhaseCount> seconds{};
+    double total = 0;
+  };
+  std::vector<Bar> bars;
+  for (const Run& r : runs) {
+    const Json& phases = member(member(*r.json, "summary"), "phases");
+    if (!phases.is_object()) continue;
+    Bar bar{&r, {}, 0};
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+      const double s = number_of(phases, std::string(kPhaseNames[p]).c_str());
+      bar.seconds[p] = s > 0 ? s : 0;
+      bar.total += bar.seconds[p];
+    }
+    bars.push_back(bar);
+  }
+  double longest = 0;
+  for (const Bar& b : bars) longest = std::max(longest, b.total);
+
+  constexpr double kRow = 30, kGap = 16, kTop = 10;
+  const double plot_bottom = kTop + static_cast<double>(std::max<std::size_t>(bars.size(), 1)) * (kRow + kGap);
+  const PlotBox box{120, kTop, 690, plot_bottom};
+  const auto [lo, hi] = nice_range(0, longest > 0 ? longest : 1, 6);
+  const Scale x(lo, hi, box.left, box.right);
+
+  std::string legend = "<ul class=\"legend\">";
+  for (std::size_t p = 0; p < kPhaseCount; ++p) legend += legend_item(kPhaseColors[p], kPhaseNames[p]);
+  legend += "</ul>";
+
+  std::string svg = fmt::format(
+      "<svg class=\"chart\" viewBox=\"0 0 760 {}\" role=\"img\" aria-label=\"Wall time by phase per run\">",
+      svg_coord(plot_bottom + 52));
+  svg += svg_x_axis(x, box, "wall time (seconds; mean over ranks)") + svg_frame(box);
+  double row_y = kTop + kGap / 2;
+  for (const Bar& b : bars) {
+    svg += fmt::format("<g class=\"bar\" data-run=\"{}\">", esc(b.run->label));
+    svg += fmt::format("<text class=\"bar-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+                       box.left - 10, svg_coord(row_y + kRow / 2 + 4), esc(b.run->label));
+    double offset = 0;
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
+      if (b.seconds[p] <= 0) continue;
+      const double x0 = x(offset), x1 = x(offset + b.seconds[p]);
+      svg += fmt::format(
+          "<rect class=\"segment\" data-phase=\"{0}\" x=\"{1}\" y=\"{2}\" width=\"{3}\" height=\"{4}\" fill=\"{5}\">"
+          "<title>{6} · {0}: {7} s ({8} of wall)</title></rect>",
+          kPhaseNames[p], svg_coord(x0), svg_coord(row_y), svg_coord(std::max(x1 - x0, 0.5)), kRow, kPhaseColors[p],
+          esc(b.run->label), fmt::format("{:.3f}", b.seconds[p]), percent_text(b.seconds[p] / b.total));
+      if (x1 - x0 >= 34) {
+        svg += fmt::format("<text class=\"seg-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text>",
+                           svg_coord((x0 + x1) / 2), svg_coord(row_y + kRow / 2 + 4), text_color_on(kPhaseColors[p]),
+                           format_number(b.seconds[p]));
+      }
+      offset += b.seconds[p];
+    }
+    svg += fmt::format("<text class=\"value\" x=\"{}\" y=\"{}\">{}</text></g>", svg_coord(x(b.total) + 6),
+                       svg_coord(row_y + kRow / 2 + 4), seconds_text(b.total));
+    row_y += kRow + kGap;
+  }
+  svg += "</svg>";
+  const std::string lead =
+      "Where each run's wall time goes, by phase (mean over ranks). <em>comm_wait</em> is time blocked on "
+      "gradient communication after backward: the price of going parallel. Hover a segment for its seconds.";
+  std::string body = bars.empty() ? "<p class=\"muted\">No run recorded phases.</p>" : legend + svg;
+  return section_start("phases", number, "Where the time goes", lead) + "<figure id=\"phase-chart\">" + body +
+         "</figure></section>";
+}
+
+struct DeviceSeries {
+  int device;
+  Points points;  // (seconds, percent)
+};
+
+std::vector<DeviceSeries> utilization_of(const Run& run) {
+  std::vector<DeviceSeries> out;
+  for (const Json& d : array_of(*run.json, "utilization")) {
+    DeviceSeries series{as_int(number_of(d, "device")), {}};
+    for (const Json& p : array_of(d, "points")) {
+      if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
+        series.points.emplace_back(p[0].get<double>(), p[1].get<double>());
+    }
+    out.push_back(std::move(series));
+  }
+  return out;
+}
+
+std::string utilization_chart(const Run& run, const char* series_class, double height) {
+  const std::vector<DeviceSeries> devices = utilization_of(run);
+  double t_max = 0;
+  for (const DeviceSeries& d : devices)
+    for (const auto& p : d.points) t_max = std::max(t_max, p.first);
+  const PlotBox box{78, 12, 740, height - 50};
+  const auto [lo, hi] = nice_range(0, t_max > 0 ? t_max : 1, 8);
+  const Scale x(lo, hi, box.left, box.right), y(0, 100, box.bottom, box.top);
+
+  std::string legend = "<ul class=\"legend\">";
+  std::string svg = fmt::format(
+      "<svg class=\"chart\" viewBox=\"0 0 760 {}\" role=\"img\" aria-label=\"Device utilization over time, {}\">",
+      svg_coord(height), esc(run.label));
+  svg += svg_axes(x, y, box, "time since start (seconds)", "utilization", "", " %");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const DeviceSeries& d = devices[i];
+    const char* color = kDeviceColors[i % kDeviceColors.size()];
+    const std::size_t stride = d.points.size() / kMaxPointsPerSeries + 1;
+    Points pixels;
+    double sum = 0;
+    for (std::size_t k = 0; k < d.points.size(); ++k) {
+      sum += d.points[k].second;
+      if (k % stride == 0) pixels.emplace_back(x(d.points[k].first), y(std::clamp(d.points[k].second, 0.0, 100.0)));
+    }
+    const double mean = d.points.empty() ? kNaN : sum / static_cast<double>(d.points.size());
+    const std::string name = fmt::format("device {} (mean {})", d.device,
+                                         std::isfinite(mean) ? fmt::format("{:.0f} %", mean) : std::string("—"));
+    legend += legend_item(color, name, "thin");
+    svg += fmt::format(
+        "<polyline class=\"{}\" data-device=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" "
+        "stroke-linejoin=\"round\" opacity=\"0.9\"><title>{} · {}</title></polyline>",
+        series_class, d.device, svg_points(pixels), color, esc(run.label), esc(name));
+  }
+  return legend + "</ul>" + svg + "</svg>";
+}
+
+std::string utilization_section(const std::vector<Run>& runs, int number) {
+  const Run* main_run = nullptr;
+  for (const Run& r : runs)
+    if (!array_of(*r.json, "utilization").empty() && (!main_run || r.devices > main_run->devices)) main_run = &r;
+  std::string out = section_start(
+      "utilization", number, "Device utilization over time",
+      "The chart the seed's author watched in W&amp;B, sampled here by ddpscope's background monitor, off the "
+      "training thread. Steady lines mean the devices are busy; saw-teeth mean they wait on each other, on data or "
+      "on fixed per-step costs.");
+  if (!main_run) {
+    return out + "<figure id=\"utilization-chart\"><p class=\"muted\">No run here carries utilization samples (the "
+                 "monitor was off, or the runs did not record them).</p></figure></section>";
+  }
+  const double interval = number_of(member(member(*main_run->json, "summary"), "config"), "monitor_interval_ms");
+  out += "<figure id=\"utilization-chart\">" + utilization_chart(*main_run, "series", 330);
+  out += fmt::format("<figcaption>{}, one line per device{}.</figcaption></figure>", esc(main_run->label),
+                     std::isfinite(interval) ? fmt::format(", sampled every {} ms", format_number(interval)) : "");
+  // The seed's contrast was "steady with one device, erratic with three": show the other runs beside it.
+  for (const Run& r : runs) {
+    if (&r == main_run || array_of(*r.json, "utilization").empty()) continue;
+    out += fmt::format("<figure class=\"utilization-compare\" data-run=\"{}\"><h3>For comparison: {}</h3>{}</figure>",
+                       esc(r.label), esc(r.label), utilization_chart(r, "compare-series", 230));
+  }
+  return out + "</section>";
+}
+
+std::string ablation_section(const Json& doc, int number) {
+  std::string out = section_start(
+      "ablation-results", number, "Ablations: one habit changed at a time",
+      "Each row switches one thing against the baseline run at the same device count. Positive change means "
+      "slower. Cost per step is the change in wall time per optimizer step.");
+  out +=
+      "<table id=\"ablations\"><thead><tr><th>ablation</th><th class=\"num\">devices</th><th class=\"num\">epochs "
+      "run</th><th class=\"num\">wall</th><th class=\"num\">baseline wall</th><th class=\"num\">change</th><th "
+      "class=\"num\">cost per step</th></tr></thead><tbody>";
+  bool any_extrapolated = false;
+  const Json& ablations = array_of(doc, "ablations");
+  for (const Json& a : ablations) {
+    const std::string name = esc(text_of(a, "name"));
+    const std::string error = text_of(a, "error");
+    if (!error.empty()) {
+      out += fmt::format("<tr class=\"failed\"><td>{}</td><td class=\"num\">{}</td><td colspan=\"5\" class=\"worse\">"
+                         "failed: {}</td></tr>",
+                         name, format_count(number_of(a, "devices")), esc(error));
+      continue;
+    }
+    const double wall = number_of(a, "wall_seconds"), baseline = number_of(a, "baseline_wall_seconds");
+    const double change = baseline > 0 ? (wall - baseline) / baseline : kNaN;
+    const bool extrapolated = member(a, "extrapolated").is_boolean() && member(a, "extrapolated").get<bool>();
+    any_extrapolated = any_extrapolated || extrapolated;
+    const char* change_class = change > 0.02 ? "worse" : change < -0.02 ? "better" : "";
+    const double cost_ms = 1e3 * number_of(a, "cost_seconds_per_step");
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num {}\">{}</td><td class=\"num\">{}</td></tr>",
+        name, format_count(number_of(a, "devices")), format_count(number_of(a, "epochs_run")), seconds_text(wall),
+        extrapolated ? "*" : "", seconds_text(baseline), change_class, percent_text(change, true),
+        std::isfinite(cost_ms) ? fmt::format("{:+.3f} ms", cost_ms) : "—");
+  }
+  if (ablations.empty()) out += "<tr><td colspan=\"7\" class=\"muted\">No ablations ran.</td></tr>";
+  out += "</tbody></table>";
+  if (any_extrapolated) {
+    out += "<p class=\"muted\">* Ran fewer epochs and extrapolated to the full run from steady per-epoch times.</p>";
+  }
+  return out + "</section>";
+}
+
+std::string findings_section(const Json& doc, int number) {
+  std::string out = section_start("findings-section", number, "Findings",
+                                  "Ranked by measured cost. Each comes from a rule over the measurements above, with "
+                                  "its evidence and the fix.");
+  const Json& findings = array_of(doc, "findings");
+  out += "<ol id=\"findings\">";
+  int index = 0;
+  for (const Json& f : findings) {
+    ++index;
+    std::string evidence;
+    for (const Json& e : array_of(f, "evidence"))
+      if (e.is_string()) evidence += fmt::format(" <code>{}</code>", esc(e.get<std::string>()));
+    out += fmt::format("<li class=\"finding\" id=\"finding-{}\"><h3>{}</h3>", index, esc(text_of(f, "title")));
+    out += fmt::format("<p class=\"cost\">Cost: <strong>{}</strong> · {} of wall time</p>",
+                       seconds_text(number_of(f, "cost_seconds")), percent_text(number_of(f, "share_of_wall")));
+    if (!text_of(f, "detail").empty()) out += fmt::format("<p class=\"detail\">{}</p>", esc(text_of(f, "detail")));
+    if (!text_of(f, "fix").empty()) out += fmt::format("<p class=\"fix\"><strong>Fix:</strong> {}</p>", esc(text_of(f, "fix")));
+    if (!evidence.empty()) out += "<p class=\"evidence muted\">Evidence:" + evidence + "</p>";
+    out += "</li>";
+  }
+  out += "</ol>";
+  if (findings.empty()) out += "<p class=\"muted\">No rule fired: nothing measured here costs enough to report.</p>";
+  return out + "</section>";
+}
+
+std::string model_table(const Json& model) {
+  struct Known {
+    const char* key;
+    const char* label;
+    double scale;
+    const char* unit;
+  };
+  static constexpr std::array<Known, 6> kKnown = {{
+      {"alpha_seconds", "allreduce latency α", 1e6, "µs"},
+      {"beta_bytes_per_second", "allreduce bandwidth β", 1e-9, "GB/s"},
+      {"flops_per_second", "compute rate", 1e-9, "GFLOP/s"},
+      {"fixed_seconds_per_step", "fixed cost per step", 1e3, "ms"},
+      {"fixed_seconds_per_epoch", "fixed cost per epoch", 1e3, "ms"},
+      {"startup_seconds", "startup", 1, "s"},
+  }};
+  if (!model.is_object() || model.empty()) return "";
+  std::string cells;
+  for (const auto& [key, value] : model.items()) {
+    const auto known = std::find_if(kKnown.begin(), kKnown.end(), [&](const Known& k) { return key == k.key; });
+    std::string shown = value_text(value);
+    if (value.is_number()) shown = format_number(value.get<double>() * (known == kKnown.end() ? 1 : known->scale));
+    if (known != kKnown.end() && value.is_number()) shown += std::string(" ") + known->unit;
+    cells += fmt::format("<tr><td class=\"key\">{}</td><td class=\"val\">{}</td></tr>",
+                         esc(known == kKnown.end() ? key : std::string(known->label)), esc(shown));
+  }
+  return "<h3>Fitted model</h3><table class=\"kv\"><tbody>" + cells + "</tbody></table>";
+}
+
+std::string predictions_section(const Json& doc, int number) {
+  std::string out = section_start(
+      "prediction-results", number, "Predictions",
+      fmt::format("The scaling model's wall time for other device counts, interconnects, batch sizes and widths. "
+                  "Where a measured run exists it stands beside the prediction; errors beyond {:.0f} % are marked.",
+                  100 * kPredictionTolerance));
+  out += model_table(member(doc, "model"));
+  out +=
+      "<h3>Predicted wall time</h3><table id=\"predictions\"><thead><tr><th class=\"num\">devices</th>"
+      "<th>interconnect</th><th class=\"num\">batch</th><th class=\"num\">width</th><th class=\"num\">predicted "
+      "wall</th><th class=\"num\">measured wall</th><th class=\"num\">error</th></tr></thead><tbody>";
+  const Json& predictions = array_of(doc, "predictions");
+  for (const Json& p : predictions) {
+    const double error = number_of(p, "error");
+    out += fmt::format(
+        "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td></tr>",
+        format_count(number_of(p, "devices")), esc(value_text(member(p, "interconnect"))),
+        format_count(number_of(p, "batch_size")), format_count(number_of(p, "hidden_size")),
+        seconds_text(number_of(p, "predicted_wall_seconds")), seconds_text(number_of(p, "measured_wall_seconds")),
+        std::abs(error) > kPredictionTolerance ? " off" : "", percent_text(error, true));
+  }
+  if (predictions.empty()) out += "<tr><td colspan=\"7\" class=\"muted\">No predictions.</td></tr>";
+  return out + "</tbody></table></section>";
+}
+
+std::string reproduce_section(const Json& doc, const std::vector<Run>& runs, int number) {
+  std::string out = section_start("reproduce", number, "Reproduce",
+                                  "The exact commands behind this report: the whole study, then each run alone.");
+  std::string top;
+  for (const Json& c : array_of(doc, "commands"))
+    if (c.is_string()) top += esc(c.get<std::string>()) + "\n";
+  if (!top.empty()) out += "<pre class=\"commands\">" + top + "</pre>";
+  std::string each;
+  for (const Run& r : runs) {
+    const std::string command = text_of(*r.json, "command");
+    if (!command.empty()) each += fmt::format("# {}\n{}\n", esc(r.label), esc(command));
+  }
+  if (!each.empty()) out += "<h3>Each run</h3><pre class=\"run-commands\">" + each + "</pre>";
+  if (top.empty() && each.empty()) out += "<p class=\"muted\">No commands were recorded.</p>";
+  return out + "</section>";
+}
+
+}  // namespace
+
+std::string render_report_html(const nlohmann::ordered_json& doc) {
+  const std::vector<Run> runs = runs_of(doc);
+  const bool is_doctor = doc.contains("findings") || doc.contains("ablations") ||
+                         text_of(doc, "schema").rfind("ddpscope.doctor", 0) == 0;
+  const std::string kind = is_doctor ? "doctor" : "compare";
+  const std::string question = question_of(doc, runs);
+
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+  // The report must never reach the network: the browser itself refuses any fetch.
+  out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+         "script-src 'unsafe-inline'; img-src data:\">";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  out += fmt::format("<title>ddpscope {} report: {}</title><style>{}</style></head><body><main>", kind,
+                     esc(question), kStyle);
+  out += fmt::format("<header><p class=\"kicker\">ddpscope {} report · {} · version {}</p><h1>{}</h1>", kind,
+                     esc(value_text(member(doc, "schema"))), esc(value_text(member(doc, "version"))), esc(question));
+  if (text_of(member(doc, "config"), "preset") == "seed") {
+    out += "<blockquote>The seed's question: “3-GPU DDP trains slower than 1 GPU. Is there a key problem in this "
+           "test that makes one GPU beat three, and what fix would make three faster than one?”</blockquote>";
+  }
+  out += verdict_html(doc, runs) + "</header>";
+  int number = 0;
+  out += setup_section(doc, runs, ++number);
+  out += speedup_section(doc, runs, ++number);
+  out += phase_section(runs, ++number);
+  out += utilization_section(runs, ++number);
+  // compare.json has neither key; an empty list in doctor.json still gets its section and says so.
+  if (doc.contains("ablations")) out += ablation_section(doc, ++number);
+  if (doc.contains("findings")) out += findings_section(doc, ++number);
+  out += predictions_section(doc, ++number);
+  out += reproduce_section(doc, runs, ++number);
+  out += fmt::format("<footer>Generated by ddpscope {}. Self-contained: no network needed to view or print.</footer>",
+                     esc(value_text(member(doc, "version"))));
+  out += fmt::format("</main><script>{}</script></body></html>\n", kScript);
+  return out;
+}
+
+std::string render_report_html(const nlohmann::json& doctor) {
+  return render_report_html(nlohmann::ordered_json(doctor));
+}
+
+}  // namespace ddp

@@ -1,0 +1,73 @@
+#include "doctor/run_record.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "doctor/child_process.h"
+#include "doctor/command_line.h"
+
+namespace ddp {
+
+double RunRecord::phase(const std::string& name) const {
+  if (!ok || !summary.contains("phases") || !summary["phases"].contains(name)) return 0;
+  const double seconds = summary["phases"][name].get<double>();
+  if (name == "startup" || epochs_run == 0) return seconds;
+  return seconds * static_cast<double>(epochs_full) / static_cast<double>(epochs_run);
+}
+
+int64_t RunRecord::optimizer_steps() const {
+  if (!ok || epochs_run == 0) return 0;
+  return summary["optimizer_steps"].get<int64_t>() * epochs_full / epochs_run;
+}
+
+RunRecord run_training(const std::string& executable, const Config& config, int devices, int64_t epochs,
+                       const std::string& label, const std::filesystem::path& root) {
+  RunRecord run;
+  run.label = label;
+  run.devices = devices;
+  run.config = config;
+  run.config.trainer.devices = devices;
+  run.config.trainer.strategy = devices > 1 ? "ddp" : "auto";
+  run.epochs_full = config.trainer.max_epochs;
+  run.epochs_run = epochs;
+
+  std::string folder = label;
+  std::replace(folder.begin(), folder.end(), ' ', '_');
+  Config to_run = run.config;
+  to_run.trainer.max_epochs = epochs;
+  to_run.trainer.progress_bar = "off";
+  to_run.trainer.default_root_dir = root.string();
+  to_run.trainer.name = "runs";
+  to_run.trainer.version = folder;
+  std::vector<std::string> args = {executable, "train"};
+  for (const std::string& arg : train_arguments(to_run)) args.push_back(arg);
+  Config shown = run.config;  // the command a user would type: full epochs, their own folders
+  std::vector<std::string> shown_args = {"ddpscope", "train"};
+  for (const std::string& arg : train_arguments(shown)) shown_args.push_back(arg);
+  run.command = shell_command(shown_args);
+
+  const std::filesystem::path dir = root / "runs" / folder;
+  std::filesystem::create_directories(dir);
+  const ChildResult child = run_child(args, root / "runs" / (folder + ".out"), root / "runs" / (folder + ".err"));
+  if (child.exit_code != 0) {
+    run.error = fmt::format("exit code {}: {}", child.exit_code, child.stderr_text.empty() ? "(no message)" : child.stderr_text);
+    while (!run.error.empty() && run.error.back() == '\n') run.error.pop_back();
+    return run;
+  }
+  std::ifstream in(dir / "summary.json");
+  run.summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (run.summary.is_discarded()) {
+    run.error = "its summary.json could not be read";
+    return run;
+  }
+  run.ok = true;
+  const double measured = run.summary["wall_seconds"].get<double>();
+  const double startup = run.summary["phases"]["startup"].get<double>();
+  run.extrapolated = epochs != run.epochs_full;
+  run.wall_seconds = startup + (measured - startup) * static_cast<double>(run.epochs_full) / static_cast<double>(epochs);
+  return run;
+}
+
+}  // namespace ddp

@@ -1,0 +1,38 @@
+#pragma once
+// One training run of compare or doctor: how it was started, and what it measured.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "train/config.h"
+
+namespace ddp {
+
+struct RunRecord {
+  std::string label;  // "devices=2", "devices=2 batch=1024", ...
+  int devices = 1;
+  Config config;
+  std::string command;        // the exact command that reproduces it
+  int64_t epochs_run = 0;     // epochs this run trained
+  int64_t epochs_full = 0;    // the configuration's epochs; walls are extrapolated to these
+  bool ok = false;
+  std::string error;          // when !ok: the run's own message
+  nlohmann::json summary;     // its summary.json
+  double wall_seconds = 0;    // measured, or extrapolated to epochs_full
+  bool extrapolated = false;
+
+  // Seconds of a phase, mean over ranks, scaled like wall_seconds (startup is not scaled).
+  double phase(const std::string& name) const;
+  double startup() const { return phase("startup"); }
+  int64_t optimizer_steps() const;  // at epochs_full
+};
+
+// Runs `ddpscope train` with config at `devices`, for `epochs` epochs, in <root>/runs/<folder>;
+// extrapolates to the config's own epochs from the steady per-epoch time.
+RunRecord run_training(const std::string& executable, const Config& config, int devices, int64_t epochs,
+                       const std::string& label, const std::filesystem::path& root);
+
+}  // namespace ddp

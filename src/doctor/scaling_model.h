@@ -1,0 +1,130 @@
+#pragma once
+// The scaling model (DESIGN §5.3): every phase of a run's wall time as a price per unit of
+// work, fitted by least squares to measured runs and used to predict other configurations.
+//
+// Work is counted by count_workload() (workload_counts.h); per rank (rank zero), with
+// E epochs, V validations, M micro-batches and S samples per epoch, P parameters, Ft and Ff
+// training and forward GEMM FLOPs per sample, the phases of summary.json are:
+//
+//   startup    = s1                    (+ s_launch when W > 1: mpirun, MPI init)
+//   forward    = E * (M * a_mb + S * Ft / R) * Ff/Ft   (the micro-batch compute, split by
+//   backward   = E * (M * a_mb + S * Ft / R) * (1 - Ff/Ft)   FLOP share; fitted as one sum)
+//   data       = E * (M * d0 + S * d1)
+//   comm_wait  = E * (syncs * T_sync + jitter * (M * a_mb + S * Ft / R))      (W > 1 only)
+//                T_sync = sum over DDP's gradient buckets of the ring allreduce T(W, bytes)
+//                (interconnect.h); jitter: the share of the compute between synchronisations
+//                that ranks wait for the slowest one
+//   optimizer  = E * steps * (o0 + o1 * P)
+//   validation = V * (VB * a_val + VS * Ff / R_val)   (rank zero's VB batches, VS samples)
+//   logging    = E * l0 + events * l1
+//   monitor    = E * M * m              (only with the per-step probe)
+//   other      = 0
+//   wall       = the sum of the phases.
+//
+// A rate of 0 (flops_per_second, val_flops_per_second, beta) means that no cost proportional
+// to that work was measured: the term is 0.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "doctor/workload_counts.h"
+#include "observe/phase.h"
+
+namespace ddp {
+
+// One measurement of the built-in allreduce probe: seconds per allreduce of `bytes` over `ranks`.
+struct AllreducePoint {
+  int ranks = 2;
+  double bytes = 0;
+  double seconds = 0;
+};
+
+struct AllreduceFit {
+  double alpha_seconds = 0;          // per ring step
+  double beta_bytes_per_second = 0;  // comparable with nccl-tests' busbw
+  struct Row {  // per point, for the report
+    AllreducePoint point;
+    double model_seconds = 0;
+    double algbw_bytes_per_second = 0;  // bytes / measured seconds
+    double busbw_bytes_per_second = 0;  // algbw * 2(N-1)/N
+  };
+  std::vector<Row> rows;
+};
+
+// alpha and 1/beta of T(N, n) = 2(N-1) alpha + 2(N-1)/N n / beta by least squares on the
+// relative error (each point weighs 1/t^2, so microsecond latency points count as much as
+// millisecond bandwidth points), both >= 0: one that comes out negative is set to 0 and the
+// other refitted. Exact on points that follow the model. Points with one rank are skipped;
+// DataError when no point has ranks >= 2 and seconds > 0.
+AllreduceFit fit_allreduce(const std::vector<AllreducePoint>& points);
+struct ProbePoint;  // doctor/allreduce_probe.h: the built-in probe's measurements
+AllreduceFit fit_allreduce(const std::vector<ProbePoint>& points);
+
+// The model's prices. JSON names (doctor.json "model") in the comments where they differ.
+struct ModelParameters {
+  double alpha_seconds = 0;          // measured allreduce latency per ring step
+  double beta_bytes_per_second = 0;  // measured allreduce bandwidth (busbw)
+  double flops_per_second = 0;       // R: effective GEMM rate of training
+  double fixed_seconds_per_step = 0;  // a_mb: fixed forward+backward seconds per micro-batch
+  double fixed_seconds_per_epoch = 0;  // l0: logging per epoch (loggers' flush)
+  double startup_seconds = 0;          // s1
+  double launch_seconds = 0;           // s_launch, added when W > 1
+  double val_flops_per_second = 0;     // R_val
+  double val_fixed_seconds_per_batch = 0;  // a_val
+  double data_seconds_per_micro_batch = 0;  // d0
+  double data_seconds_per_sample = 0;       // d1
+  double optimizer_seconds_per_step = 0;       // o0
+  double optimizer_seconds_per_parameter = 0;  // o1, per step
+  double logging_seconds_per_event = 0;        // l1, per log_every_n_steps event
+  double monitor_seconds_per_micro_batch = 0;  // m, per-step probe
+  double jitter_fraction = 0;                  // of the compute between synchronisations
+};
+
+using PhaseTimes = std::array<double, kPhaseCount>;  // indexed by Phase, names kPhaseNames
+
+struct Prediction {
+  WorkloadConfig config;
+  WorkloadCounts counts;
+  double alpha_seconds = 0;  // the link used: the model's ("measured") or a preset's
+  double beta_bytes_per_second = 0;
+  double allreduce_seconds_per_sync = 0;  // all buckets of one gradient sync
+  PhaseTimes phases{};
+  double wall_seconds = 0;  // sum of phases
+  double one_device_wall_seconds = 0;  // the same configuration on 1 device
+  double speedup = 1;  // one_device_wall_seconds / wall_seconds
+};
+
+// The model's time for a configuration. UsageError for an unknown interconnect or a
+// configuration out of range.
+Prediction predict(const ModelParameters& model, const WorkloadConfig& config);
+
+// Fits every price from runs' summary.json objects (ddpscope.summary/1), phases of rank zero,
+// each run weighing 1/wall (relative residuals), every price kept >= 0. alpha and beta come
+// from the allreduce probe. Where the runs cannot separate two prices:
+// - one batch size and width (the per-micro-batch and per-FLOP columns proportional):
+//   a_mb = 0, likewise a_val = 0, d0 = 0 and o0 = 0; logging events proportional to epochs:
+//   l1 = 0;
+// - no run validated: a_val = 0, R_val = R; no run with the per-step probe: m = 0;
+// - no 1-device run: s1 = the multi-device runs' start-up, s_launch = 0; no multi-device run:
+//   s_launch = 0, jitter = 0.
+// DataError when a summary lacks a field, or its counts (optimizer_steps, train_samples)
+// differ from the counted ones (a run stopped by max_steps cannot be priced per epoch).
+ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const AllreduceFit& allreduce);
+
+// doctor.json's "model" block, and back. model_from_json throws DataError naming the field
+// that is missing, not a number, negative or not finite.
+nlohmann::json to_json(const ModelParameters& model);
+ModelParameters model_from_json(const nlohmann::json& model);
+
+// The smallest per-device batch (powers of two, 16..65536) or hidden width (16..8192) at
+// which `devices` ranks finish before one rank on the same configuration; none in range:
+// nullopt.
+std::optional<int64_t> smallest_batch_where_n_beats_one(const ModelParameters& model, const WorkloadConfig& config,
+                                                        int devices);
+std::optional<int64_t> smallest_width_where_n_beats_one(const ModelParameters& model, const WorkloadConfig& config,
+                                                        int devices);
+
+}  // namespace ddp

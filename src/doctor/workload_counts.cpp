@@ -1,0 +1,160 @@
+#include "doctor/workload_counts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "dist/bucket_plan.h"
+#include "nn/mlp.h"
+
+namespace ddp {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void require_positive(int64_t value, const char* name) {
+  if (value < 1) throw UsageError(fmt::format("{}: '{}' is not accepted; expected an integer >= 1", name, value));
+}
+
+// Mlp's layout without allocating the model (a width of 8192 would be gigabytes): layers in
+// order, each weight (out*in) then bias (out), no gaps.
+std::vector<LinearLayout> layouts(const MlpShape& shape) {
+  std::vector<LinearLayout> layers;
+  const std::vector<int64_t> widths = shape.widths();
+  std::size_t offset = 0;
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    LinearLayout layer{widths[l], widths[l + 1], offset, offset + static_cast<std::size_t>(widths[l] * widths[l + 1])};
+    offset = layer.bias_offset + static_cast<std::size_t>(layer.out);
+    layers.push_back(layer);
+  }
+  return layers;
+}
+
+const nlohmann::json* field(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+int64_t integer_field(const nlohmann::json& value, const char* key) {
+  if (!value.is_number_integer() && !value.is_number_unsigned()) {
+    throw DataError(fmt::format("field \"{}\" is {}, expected an integer", key, value.dump()));
+  }
+  return value.get<int64_t>();
+}
+
+void read_integer(const nlohmann::json& config, const char* key, int64_t& out) {
+  if (const nlohmann::json* value = field(config, key)) out = integer_field(*value, key);
+}
+
+void read_bool(const nlohmann::json& config, const char* key, bool& out) {
+  if (const nlohmann::json* value = field(config, key)) {
+    if (!value->is_boolean()) throw DataError(fmt::format("config field \"{}\" is {}, expected true or false", key, value->dump()));
+    out = value->get<bool>();
+  }
+}
+
+}  // namespace
+
+int64_t validation_samples_for_rank(int64_t dataset_size, int devices, int rank) {
+  return dataset_size / devices + (rank < dataset_size % devices ? 1 : 0);
+}
+
+WorkloadCounts count_workload(const WorkloadConfig& c) {
+  require_positive(c.devices, "--devices");
+  require_positive(c.dataset_size, "--dataset-size");
+  require_positive(c.batch_size, "--batch-size");
+  require_positive(c.input_dim, "--input-dim");
+  require_positive(c.hidden_size, "--hidden-size");
+  require_positive(c.output_dim, "--output-dim");
+  require_positive(c.accumulate_grad_batches, "--accumulate-grad-batches");
+  require_positive(c.log_every_n_steps, "--log-every-n-steps");
+  require_positive(c.check_val_every_n_epoch, "--check-val-every-n-epoch");
+  if (c.hidden_layers < 0) throw UsageError(fmt::format("--hidden-layers: '{}' is not accepted; expected an integer >= 0", c.hidden_layers));
+  if (c.epochs < 0) throw UsageError(fmt::format("--max-epochs: '{}' is not accepted; expected an integer >= 0", c.epochs));
+  if (!(c.bucket_cap_mb > 0)) throw UsageError(fmt::format("--bucket-cap-mb: '{}' is not accepted; expected a number > 0", c.bucket_cap_mb));
+
+  WorkloadCounts n;
+  const int64_t world = c.devices;
+  n.samples_per_rank = ceil_div(c.dataset_size, world);
+  const int64_t full = ceil_div(n.samples_per_rank, c.batch_size);
+  // As the trainer: a count, or a fraction of the batches (at least one).
+  const int64_t limit = c.limit_train_batches_is_count
+                            ? static_cast<int64_t>(c.limit_train_batches)
+                            : std::max<int64_t>(1, static_cast<int64_t>(full * c.limit_train_batches));
+  n.micro_batches_per_epoch = std::min(full, limit);
+  n.train_samples_per_epoch = n.micro_batches_per_epoch == full ? n.samples_per_rank : n.micro_batches_per_epoch * c.batch_size;
+  n.optimizer_steps_per_epoch = ceil_div(n.micro_batches_per_epoch, c.accumulate_grad_batches);
+  n.syncs_per_epoch = world == 1 ? 0 : c.sync_every_micro_batch ? n.micro_batches_per_epoch : n.optimizer_steps_per_epoch;
+  n.optimizer_steps = c.epochs * n.optimizer_steps_per_epoch;
+  n.logging_events = n.optimizer_steps / c.log_every_n_steps;
+  n.validations = c.epochs / c.check_val_every_n_epoch;
+  n.val_samples_rank0 = validation_samples_for_rank(c.dataset_size, c.devices, 0);
+  n.val_batches_rank0 = ceil_div(n.val_samples_rank0, c.batch_size);
+
+  const MlpShape shape{c.input_dim, c.hidden_size, c.hidden_layers, c.output_dim};
+  const std::vector<LinearLayout> layers = layouts(shape);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const double gemm = 2.0 * static_cast<double>(layers[l].in) * static_cast<double>(layers[l].out);
+    n.forward_flops_per_sample += gemm;
+    n.training_flops_per_sample += l == 0 ? 2 * gemm : 3 * gemm;
+    n.parameters += layers[l].in * layers[l].out + layers[l].out;
+  }
+  // The trainer's plan: PyTorch's 1 MiB first bucket, capped by --bucket-cap-mb.
+  const auto cap = static_cast<std::size_t>(c.bucket_cap_mb * (1 << 20));
+  for (const GradBucket& bucket : plan_buckets(layers, std::max<std::size_t>(cap, 1), std::min(kDefaultFirstBucketCapBytes, std::max<std::size_t>(cap, 1)))) {
+    n.bucket_bytes.push_back(static_cast<int64_t>(bucket.bytes()));
+  }
+  return n;
+}
+
+WorkloadConfig workload_from_config(const nlohmann::json& config, int default_devices) {
+  if (!config.is_object()) throw DataError("\"config\" is not a JSON object");
+  WorkloadConfig w;
+  w.devices = default_devices;
+  if (const nlohmann::json* devices = field(config, "devices"); devices && devices->is_number()) {
+    w.devices = static_cast<int>(integer_field(*devices, "devices"));
+  }
+  read_integer(config, "dataset_size", w.dataset_size);
+  read_integer(config, "batch_size", w.batch_size);
+  read_integer(config, "input_dim", w.input_dim);
+  read_integer(config, "hidden_size", w.hidden_size);
+  read_integer(config, "hidden_layers", w.hidden_layers);
+  read_integer(config, "output_dim", w.output_dim);
+  read_integer(config, "max_epochs", w.epochs);
+  read_integer(config, "accumulate_grad_batches", w.accumulate_grad_batches);
+  read_integer(config, "log_every_n_steps", w.log_every_n_steps);
+  read_integer(config, "check_val_every_n_epoch", w.check_val_every_n_epoch);
+  if (const nlohmann::json* limit = field(config, "limit_train_batches")) {
+    if (!limit->is_number()) throw DataError(fmt::format("config field \"limit_train_batches\" is {}, expected a number", limit->dump()));
+    // summary.json writes a count as an integer and a fraction with a decimal point.
+    w.limit_train_batches_is_count = !limit->is_number_float();
+    w.limit_train_batches = limit->get<double>();
+  }
+  if (const nlohmann::json* cap = field(config, "bucket_cap_mb")) {
+    if (!cap->is_number()) throw DataError(fmt::format("config field \"bucket_cap_mb\" is {}, expected a number", cap->dump()));
+    w.bucket_cap_mb = cap->get<double>();
+  }
+  read_bool(config, "sync_every_micro_batch", w.sync_every_micro_batch);
+  if (const nlohmann::json* mode = field(config, "monitor_mode")) {
+    if (!mode->is_string()) throw DataError(fmt::format("config field \"monitor_mode\" is {}, expected a string", mode->dump()));
+    w.monitor_per_step = mode->get<std::string>() == "per-step";
+  }
+  return w;
+}
+
+WorkloadConfig workload_from_summary(const nlohmann::json& summary) {
+  if (!summary.is_object()) throw DataError("a run's summary is not a JSON object");
+  const nlohmann::json* config = field(summary, "config");
+  if (!config) throw DataError("a run's summary has no \"config\"");
+  const nlohmann::json* world = field(summary, "world_size");
+  const nlohmann::json* epochs = field(summary, "epochs");
+  if (!world) throw DataError("a run's summary has no \"world_size\"");
+  if (!epochs) throw DataError("a run's summary has no \"epochs\"");
+  WorkloadConfig w = workload_from_config(*config, static_cast<int>(integer_field(*world, "world_size")));
+  w.devices = static_cast<int>(integer_field(*world, "world_size"));  // what ran, whatever was asked
+  w.epochs = integer_field(*epochs, "epochs");
+  return w;
+}
+
+}  // namespace ddp

@@ -1,0 +1,76 @@
+#pragma once
+// How much work a configuration does, counted as Lightning and PyTorch count it: samples,
+// micro-batches, optimizer steps, gradient synchronisations, logging events, validation
+// batches and the model's GEMM FLOPs. The scaling model (scaling_model.h) prices these
+// counts; everything here is exact integer arithmetic on the configuration.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ddp {
+
+// The parts of a run's configuration that decide its work (names as in summary.json's
+// "config"), plus the interconnect a prediction assumes.
+struct WorkloadConfig {
+  int devices = 1;  // W, ranks
+  int64_t dataset_size = 5000;
+  int64_t batch_size = 256;  // B, per device
+  int64_t input_dim = 10;
+  int64_t hidden_size = 256;
+  int64_t hidden_layers = 3;
+  int64_t output_dim = 1;
+  int64_t epochs = 200;  // completed epochs (a summary's "epochs", a config's max_epochs)
+  int64_t accumulate_grad_batches = 1;  // k
+  int64_t log_every_n_steps = 50;
+  int64_t check_val_every_n_epoch = 1;
+  double limit_train_batches = 1.0;  // a fraction of the epoch's batches, or a count:
+  bool limit_train_batches_is_count = false;
+  double bucket_cap_mb = 25.0;
+  bool sync_every_micro_batch = false;
+  bool monitor_per_step = false;  // --monitor-mode per-step: a probe in every micro-batch
+  std::string interconnect = "measured";  // "measured" (the fitted alpha, beta) or a preset name
+};
+
+struct WorkloadCounts {
+  // Training, per rank and epoch. DistributedSampler pads the epoch by wrap-around to a
+  // multiple of W: samples_per_rank = ceil(n / W).
+  int64_t samples_per_rank = 0;
+  int64_t micro_batches_per_epoch = 0;  // ceil(samples_per_rank / B), last partial kept; then limit_train_batches
+  int64_t train_samples_per_epoch = 0;  // samples in those micro-batches
+  // Lightning steps on every k-th micro-batch and on the epoch's last one: ceil(micro / k).
+  int64_t optimizer_steps_per_epoch = 0;
+  int64_t syncs_per_epoch = 0;  // gradient allreduces: steps (micro-batches with sync_every_micro_batch); 0 on 1 device
+  // Whole run.
+  int64_t optimizer_steps = 0;  // epochs * steps per epoch
+  int64_t logging_events = 0;   // floor(optimizer_steps / log_every_n_steps)
+  int64_t validations = 0;      // floor(epochs / check_val_every_n_epoch)
+  // Validation, rank zero, per validation: the set is split without padding (rank r takes
+  // r, r+W, ...), so rank zero has ceil(n / W) samples.
+  int64_t val_samples_rank0 = 0;
+  int64_t val_batches_rank0 = 0;
+  // Model: GEMM FLOPs per sample (forward 2*in*out per layer; training adds dW 2*in*out and
+  // dX 2*in*out except for the first layer) and parameters (sum of in*out + out).
+  double forward_flops_per_sample = 0;
+  double training_flops_per_sample = 0;
+  int64_t parameters = 0;
+  std::vector<int64_t> bucket_bytes;  // gradient buckets of one sync (float32), DDP's plan
+};
+
+// Throws UsageError when a field is out of range (devices, sizes, k, ... < 1).
+WorkloadCounts count_workload(const WorkloadConfig& config);
+
+// Ranks that validate rank r's share of n samples: ceil or floor of n / W.
+int64_t validation_samples_for_rank(int64_t dataset_size, int devices, int rank);
+
+// A run's workload from its summary.json (schema ddpscope.summary/1): world_size, epochs and
+// the config's fields. Throws DataError naming the field when one is missing or malformed.
+WorkloadConfig workload_from_summary(const nlohmann::json& summary);
+
+// A workload from a "config" object (summary.json's or doctor.json's): max_epochs for the
+// epochs; devices from "devices" when it is a number, else `default_devices`. Missing keys keep
+// WorkloadConfig's defaults; a key of the wrong type throws DataError.
+WorkloadConfig workload_from_config(const nlohmann::json& config, int default_devices = 1);
+
+}  // namespace ddp

@@ -18,6 +18,9 @@ struct Ablation {
   // names it, and the fix it recommends.
   std::string habit;
   std::string fix;
+  // The phase that carries the habit's time (monitor, data, comm_wait): its cost is measured
+  // there directly, not as a difference of two runs' noisy wall times.
+  std::string phase;
   bool multi_device_only = false;
   std::function<void(Config&)> apply;
 };

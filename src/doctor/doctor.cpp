@@ -151,7 +151,7 @@ nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out) 
         const std::string label = label_for(devices, ablation.name);
         std::fprintf(out, "running %s (%lld epochs)...\n", label.c_str(), static_cast<long long>(epochs));
         std::fflush(out);
-        AblationResult result{ablation.name, ablation.habit, ablation.fix,
+        AblationResult result{ablation.name, ablation.habit, ablation.fix, ablation.phase,
                               run_training(exe, changed, devices, epochs, label, request.dir), baseline};
         if (!result.run.ok) std::fprintf(out, "  failed: %s\n", result.run.error.c_str());
         ablations.push_back(std::move(result));

@@ -11,21 +11,24 @@ namespace {
 
 std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
 
-// A habit whose removal made the run faster by more than kHabitMinShare.
+// A habit whose time, measured in its own phase, is more than kHabitMinShare of the run;
+// the ablation without it is the evidence of what removing it gives back.
 void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
   for (const AblationResult& a : in.ablations) {
     if (a.habit.empty() || !a.run.ok || a.baseline == nullptr || !a.baseline->ok) continue;
-    const double saved = a.baseline->wall_seconds - a.run.wall_seconds;
-    const double share = saved / a.baseline->wall_seconds;
+    const double cost = a.baseline->phase(a.phase) - a.run.phase(a.phase);
+    const double share = cost / a.baseline->wall_seconds;
     if (share <= kHabitMinShare) continue;
     const int64_t steps = std::max<int64_t>(1, a.baseline->optimizer_steps());
     Finding f;
     f.title = fmt::format("{} costs {:.2f} ms per optimizer step on each rank: {} of the run at {} device{}", a.habit,
-                          1e3 * saved / steps, percent(share), a.run.devices, a.run.devices > 1 ? "s" : "");
-    f.detail = fmt::format("{} took {:.2f} s; with {} it took {:.2f} s{}.", a.baseline->label,
-                           a.baseline->wall_seconds, a.name, a.run.wall_seconds,
+                          1e3 * cost / steps, percent(share), a.run.devices, a.run.devices > 1 ? "s" : "");
+    f.detail = fmt::format("In {} the {} phase took {:.3f} s; with {} it took {:.3f} s. Wall time: {:.2f} s, "
+                           "and {:.2f} s with {}{}.",
+                           a.baseline->label, a.phase, a.baseline->phase(a.phase), a.name, a.run.phase(a.phase),
+                           a.baseline->wall_seconds, a.run.wall_seconds, a.name,
                            a.run.extrapolated ? fmt::format(" (extrapolated from {} epochs)", a.run.epochs_run) : "");
-    f.cost_seconds = saved;
+    f.cost_seconds = cost;
     f.share_of_wall = share;
     f.evidence = {a.baseline->label, a.run.label};
     f.fix = a.fix;

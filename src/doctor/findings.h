@@ -34,6 +34,7 @@ struct AblationResult {
   std::string name;
   std::string habit;  // non-empty: the change removes this habit of the configuration
   std::string fix;
+  std::string phase;  // where the habit's time is charged
   RunRecord run;
   const RunRecord* baseline = nullptr;
 };

@@ -63,10 +63,17 @@ RunRecord run_training(const std::string& executable, const Config& config, int 
     return run;
   }
   run.ok = true;
+  // Extrapolated from the steady per-epoch time: the first epoch (with the GEMM libraries'
+  // first calls for each shape) and the time after the last one are counted once.
   const double measured = run.summary["wall_seconds"].get<double>();
-  const double startup = run.summary["phases"]["startup"].get<double>();
-  run.extrapolated = epochs != run.epochs_full;
-  run.wall_seconds = startup + (measured - startup) * static_cast<double>(run.epochs_full) / static_cast<double>(epochs);
+  const auto& ends = run.summary["epoch_end_seconds"];
+  run.extrapolated = epochs != run.epochs_full && ends.size() >= 2;
+  run.wall_seconds = measured;
+  if (run.extrapolated) {
+    const double first = ends.front().get<double>(), last = ends.back().get<double>();
+    const double steady = (last - first) / static_cast<double>(ends.size() - 1);
+    run.wall_seconds = first + steady * static_cast<double>(run.epochs_full - 1) + (measured - last);
+  }
   return run;
 }
 

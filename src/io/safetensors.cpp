@@ -26,11 +26,21 @@ struct DtypeInfo {
   std::size_t size;
 };
 constexpr std::array<DtypeInfo, 15> kDtypes{{
-    {Dtype::kBool, "BOOL", 1}, {Dtype::kU8, "U8", 1},     {Dtype::kI8, "I8", 1},
-    {Dtype::kF8E5M2, "F8_E5M2", 1}, {Dtype::kF8E4M3, "F8_E4M3", 1}, {Dtype::kI16, "I16", 2},
-    {Dtype::kU16, "U16", 2},   {Dtype::kF16, "F16", 2},   {Dtype::kBF16, "BF16", 2},
-    {Dtype::kI32, "I32", 4},   {Dtype::kU32, "U32", 4},   {Dtype::kF32, "F32", 4},
-    {Dtype::kF64, "F64", 8},   {Dtype::kI64, "I64", 8},   {Dtype::kU64, "U64", 8},
+    {Dtype::kBool, "BOOL", 1},
+    {Dtype::kU8, "U8", 1},
+    {Dtype::kI8, "I8", 1},
+    {Dtype::kF8E5M2, "F8_E5M2", 1},
+    {Dtype::kF8E4M3, "F8_E4M3", 1},
+    {Dtype::kI16, "I16", 2},
+    {Dtype::kU16, "U16", 2},
+    {Dtype::kF16, "F16", 2},
+    {Dtype::kBF16, "BF16", 2},
+    {Dtype::kI32, "I32", 4},
+    {Dtype::kU32, "U32", 4},
+    {Dtype::kF32, "F32", 4},
+    {Dtype::kF64, "F64", 8},
+    {Dtype::kI64, "I64", 8},
+    {Dtype::kU64, "U64", 8},
 }};
 
 const DtypeInfo* find_dtype(std::string_view name) {
@@ -154,7 +164,8 @@ class Parser {
   Entry parse_entry(const std::string& name, const json& value, uint64_t data_bytes) const {
     if (!value.is_object()) fail(name, "expected an object with dtype, shape and data_offsets");
     for (const auto& [key, item] : value.items()) {
-      if (key != "dtype" && key != "shape" && key != "data_offsets") fail(name, fmt::format("unknown key '{}'", brief(key)));
+      if (key != "dtype" && key != "shape" && key != "data_offsets")
+        fail(name, fmt::format("unknown key '{}'", brief(key)));
     }
     for (const char* key : {"dtype", "shape", "data_offsets"}) {
       if (!value.contains(key)) fail(name, fmt::format("no '{}'", key));
@@ -174,7 +185,8 @@ class Parser {
     const json& shape = value["shape"];
     if (!shape.is_array()) fail(name, "shape is not a list of non-negative integers");
     for (const json& dim : shape) {
-      if (!dim.is_number_unsigned() || dim.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      if (!dim.is_number_unsigned() ||
+          dim.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         fail(name, fmt::format("shape {} is not a list of non-negative integers", brief(shape.dump())));
       }
       entry.tensor.shape.push_back(dim.get<int64_t>());
@@ -187,18 +199,20 @@ class Parser {
     }
     entry.begin = offsets[0].get<uint64_t>();
     entry.end = offsets[1].get<uint64_t>();
-    if (entry.begin > entry.end) fail(name, fmt::format("data_offsets [{}, {}] begin after they end", entry.begin, entry.end));
+    if (entry.begin > entry.end)
+      fail(name, fmt::format("data_offsets [{}, {}] begin after they end", entry.begin, entry.end));
     if (entry.end > data_bytes) {
       fail(name, fmt::format("data_offsets [{}, {}] reach beyond the data section of {} bytes", entry.begin, entry.end,
-                      data_bytes));
+                             data_bytes));
     }
     uint64_t expected = 0;
     if (!byte_count(entry.tensor.shape, info->size, expected)) {
       fail(name, fmt::format("shape {} of {} has too many elements", shape_text(entry.tensor.shape), info->name));
     }
     if (expected != entry.end - entry.begin) {
-      fail(name, fmt::format("shape {} of {} needs {} bytes, but data_offsets [{}, {}] hold {}", shape_text(entry.tensor.shape),
-                      info->name, expected, entry.begin, entry.end, entry.end - entry.begin));
+      fail(name, fmt::format("shape {} of {} needs {} bytes, but data_offsets [{}, {}] hold {}",
+                             shape_text(entry.tensor.shape), info->name, expected, entry.begin, entry.end,
+                             entry.end - entry.begin));
     }
     return entry;
   }
@@ -276,7 +290,8 @@ std::string serialize_safetensors(const std::vector<TensorView>& tensors,
     text = header.dump();
   } catch (const nlohmann::json::type_error& e) {
     throw Error(ExitCode::kOther, fmt::format("cannot write a safetensors header: tensor names and metadata must "
-                                              "be valid UTF-8 ({})", e.what()));
+                                              "be valid UTF-8 ({})",
+                                              e.what()));
   }
   text.append((8 - text.size() % 8) % 8, ' ');  // the reference pads so the data is 8-byte aligned
 
@@ -285,7 +300,8 @@ std::string serialize_safetensors(const std::vector<TensorView>& tensors,
   const uint64_t header_bytes = text.size();
   out.append(reinterpret_cast<const char*>(&header_bytes), 8);
   out += text;
-  for (const TensorView* tensor : order) out.append(reinterpret_cast<const char*>(tensor->bytes.data()), tensor->bytes.size());
+  for (const TensorView* tensor : order)
+    out.append(reinterpret_cast<const char*>(tensor->bytes.data()), tensor->bytes.size());
   return out;
 }
 
@@ -310,7 +326,8 @@ SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   if (!ec) bytes.reserve(size);
   std::array<std::byte, 1 << 16> chunk;
   std::size_t got = 0;
-  while ((got = std::fread(chunk.data(), 1, chunk.size(), file)) > 0) bytes.insert(bytes.end(), chunk.data(), chunk.data() + got);
+  while ((got = std::fread(chunk.data(), 1, chunk.size(), file)) > 0)
+    bytes.insert(bytes.end(), chunk.data(), chunk.data() + got);
   const bool failed = std::ferror(file) != 0;
   std::fclose(file);
   if (failed) throw DataError(name + ": cannot read: " + std::strerror(errno));

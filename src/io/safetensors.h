@@ -30,11 +30,24 @@ enum class Dtype { kBool, kU8, kI8, kF8E5M2, kF8E4M3, kI16, kU16, kF16, kBF16, k
 std::string_view dtype_name(Dtype dtype);  // "F32"
 std::size_t dtype_size(Dtype dtype);       // bytes per element
 
-template <class T> constexpr Dtype dtype_of();
-template <> constexpr Dtype dtype_of<float>() { return Dtype::kF32; }
-template <> constexpr Dtype dtype_of<double>() { return Dtype::kF64; }
-template <> constexpr Dtype dtype_of<int32_t>() { return Dtype::kI32; }
-template <> constexpr Dtype dtype_of<int64_t>() { return Dtype::kI64; }
+template <class T>
+constexpr Dtype dtype_of();
+template <>
+constexpr Dtype dtype_of<float>() {
+  return Dtype::kF32;
+}
+template <>
+constexpr Dtype dtype_of<double>() {
+  return Dtype::kF64;
+}
+template <>
+constexpr Dtype dtype_of<int32_t>() {
+  return Dtype::kI32;
+}
+template <>
+constexpr Dtype dtype_of<int64_t>() {
+  return Dtype::kI64;
+}
 
 // A tensor to write; the bytes stay owned by the caller.
 struct TensorView {
@@ -65,7 +78,8 @@ struct Tensor {
   int64_t numel() const { return static_cast<int64_t>(bytes.size() / dtype_size(dtype)); }
   // The values as T; T must be the tensor's dtype (callers check dtype first and report a
   // mismatch in their own words, e.g. "layers.0.weight is F64, the model needs F32").
-  template <class T> std::vector<T> values() const {
+  template <class T>
+  std::vector<T> values() const {
     DDP_CHECK(dtype == dtype_of<T>(), "Tensor::values<T> called with the wrong type");
     std::vector<T> out(bytes.size() / sizeof(T));
     if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());

@@ -18,13 +18,16 @@ std::string scalar_text(const YAML::Node& node, const std::string& key, const st
   if (node.IsSequence()) {
     std::string joined;
     for (const YAML::Node& item : node) {
-      if (!item.IsScalar()) break;
+      if (!item.IsScalar()) {
+        throw UsageError(fmt::format("--config {}: key '{}' (line {}) must be a value or a list of plain values", path,
+                                     key, item.Mark().line + 1));
+      }
       joined += (joined.empty() ? "" : ",") + item.Scalar();
     }
     return joined;
   }
-  throw UsageError(fmt::format("--config {}: key '{}' (line {}) must be a value or a list of values", path,
-                               key, node.Mark().line + 1));
+  throw UsageError(fmt::format("--config {}: key '{}' (line {}) must be a value or a list of values", path, key,
+                               node.Mark().line + 1));
 }
 
 bool is_known_option(const std::string& key) {
@@ -55,7 +58,11 @@ std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::st
     throw UsageError(fmt::format("--config {}: expected a mapping of option names to values, e.g. 'batch_size: 256'", path));
   }
   for (const auto& entry : root) {
-    const std::string key = entry.first.as<std::string>();
+    if (!entry.first.IsScalar()) {
+      throw UsageError(fmt::format("--config {}: line {}: keys must be option names, e.g. batch_size", path,
+                                   entry.first.Mark().line + 1));
+    }
+    const std::string key = entry.first.Scalar();
     if (!is_known_option(key)) {
       throw UsageError(fmt::format(
           "--config {}: unknown key '{}' (line {}); keys are the option names without dashes, e.g. batch_size",

@@ -21,6 +21,7 @@ struct RunStats {
   std::string strategy = "single";
   int world_size = 1;
   int64_t epochs = 0;  // completed
+  std::vector<double> epoch_end_seconds;  // since the start, at the end of each completed epoch
   int64_t optimizer_steps = 0;
   int64_t train_samples = 0;  // over all ranks
   double wall_seconds = 0;

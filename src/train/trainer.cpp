@@ -250,6 +250,8 @@ void Trainer::fit(LightningModule& module, LightningDataModule& data) {
       clock_.enter(Phase::kLogging);
       flush_loggers();
       if (!completed) break;
+      stats_.epoch_end_seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     }
   } catch (...) {
     progress_.finish();

@@ -102,11 +102,15 @@ TEST(Cli, YamlErrorsExitTwo) {
   std::ofstream(dir / "syntax.yaml") << "batch_size: [8\n";
   std::ofstream(dir / "value.yaml") << "batch_size: -1\n";
   std::ofstream(dir / "list.yaml") << "- 1\n- 2\n";
+  std::ofstream(dir / "key.yaml") << "[a]: 1\n";
+  std::ofstream(dir / "nested.yaml") << "lr: [1, {a: 2}]\n";
   const std::pair<const char*, const char*> cases[] = {
       {"unknown.yaml", "unknown key 'batchsize' (line 2)"},
       {"syntax.yaml", "syntax.yaml: line"},
       {"value.yaml", "--config value.yaml: --batch-size: '-1' is not accepted"},
       {"list.yaml", "expected a mapping of option names to values"},
+      {"key.yaml", "line 1: keys must be option names"},
+      {"nested.yaml", "key 'lr' (line 1) must be a value or a list of plain values"},
       {"missing.yaml", "--config: cannot read 'missing.yaml'"},
   };
   for (const auto& [file, message] : cases) {

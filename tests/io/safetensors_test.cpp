@@ -63,7 +63,9 @@ struct Sample {
   std::vector<int64_t> step{-9007199254740993};
   std::vector<int32_t> counts{1, -2};
   std::vector<TensorView> views() const {
-    return {{"layers.0.weight", {2, 3}, weight}, {"adam.exp_avg", {3}, moments}, {"step", {}, step},
+    return {{"layers.0.weight", {2, 3}, weight},
+            {"adam.exp_avg", {3}, moments},
+            {"step", {}, step},
             {"counts", {2, 1}, counts}};
   }
   std::map<std::string, std::string> metadata{{"epoch", "3"}, {"config", "{\"lr\": 0.01}"}, {"note", "ünïcode ✓"}};
@@ -112,16 +114,15 @@ TEST(Safetensors, GoldenBytesMatchTheReferenceImplementation) {
   const std::vector<float> values{0, 1, 2, 3, 4, 5};
   const std::string one = serialize_safetensors({{"attn.0", {1, 2, 3}, values}}, {});
   const std::vector<uint8_t> expected{
-      64, 0, 0, 0, 0, 0, 0, 0, 123, 34, 97, 116, 116, 110, 46, 48, 34, 58, 123, 34, 100, 116, 121, 112, 101, 34,
-      58, 34, 70, 51, 50, 34, 44, 34, 115, 104, 97, 112, 101, 34, 58, 91, 49, 44, 50, 44, 51, 93, 44, 34, 100, 97,
-      116, 97, 95, 111, 102, 102, 115, 101, 116, 115, 34, 58, 91, 48, 44, 50, 52, 93, 125, 125, 0, 0, 0, 0, 0, 0,
-      128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64, 0, 0, 160, 64};
+      64,  0,  0,   0,  0,   0,  0,   0,   123, 34,  97,  116, 116, 110, 46,  48, 34, 58, 123, 34, 100, 116, 121, 112,
+      101, 34, 58,  34, 70,  51, 50,  34,  44,  34,  115, 104, 97,  112, 101, 34, 58, 91, 49,  44, 50,  44,  51,  93,
+      44,  34, 100, 97, 116, 97, 95,  111, 102, 102, 115, 101, 116, 115, 34,  58, 91, 48, 44,  50, 52,  93,  125, 125,
+      0,   0,  0,   0,  0,   0,  128, 63,  0,   0,   0,   64,  0,   0,   64,  64, 0,  0,  128, 64, 0,   0,   160, 64};
   EXPECT_EQ(std::vector<uint8_t>(one.begin(), one.end()), expected);
 
   const std::string padded = serialize_safetensors({{"attn0", {1, 1, 2, 3}, values}}, {});
   EXPECT_EQ(padded.substr(0, 8), std::string("\x48\0\0\0\0\0\0\0", 8));
-  EXPECT_EQ(padded.substr(8, 72),
-            R"({"attn0":{"dtype":"F32","shape":[1,1,2,3],"data_offsets":[0,24]}}       )");
+  EXPECT_EQ(padded.substr(8, 72), R"({"attn0":{"dtype":"F32","shape":[1,1,2,3],"data_offsets":[0,24]}}       )");
 
   EXPECT_EQ(serialize_safetensors({}, {}), std::string("\x08\0\0\0\0\0\0\0{}      ", 16));
   EXPECT_EQ(serialize_safetensors({}, {{"framework", "pt"}}),
@@ -153,15 +154,15 @@ TEST(Safetensors, RefusesMalformedFilesWithTheReason) {
 
   EXPECT_EQ(refusal(to_bytes("1234567")), "the file is 7 bytes long, shorter than the 8-byte header length");
   EXPECT_EQ(refusal(to_bytes("")), "the file is 0 bytes long, shorter than the 8-byte header length");
-  EXPECT_EQ(refusal(file_with_header("{}", 0, 3)),
-            "the header length 3 reaches beyond the end of the file (10 bytes)");
+  EXPECT_EQ(refusal(file_with_header("{}", 0, 3)), "the header length 3 reaches beyond the end of the file (10 bytes)");
   EXPECT_EQ(refusal(file_with_header("{}", 0, uint64_t{1} << 63)),
             "the header length 9223372036854775808 reaches beyond the end of the file (10 bytes)");
   EXPECT_EQ(refusal(file_with_header("{}", 0, ~uint64_t{0})),
             "the header length 18446744073709551615 reaches beyond the end of the file (10 bytes)");
 
-  EXPECT_EQ(refusal("", 0), "the header is not valid JSON: parse error at line 1, column 1: syntax error while "
-                            "parsing value - unexpected end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(refusal("", 0),
+            "the header is not valid JSON: parse error at line 1, column 1: syntax error while "
+            "parsing value - unexpected end of input; expected '[', '{', or a literal");
   EXPECT_EQ(refusal(R"({"t":)", 0).substr(0, 29), "the header is not valid JSON:");
   EXPECT_EQ(refusal("{\"t\xff\":1}", 0).substr(0, 29), "the header is not valid JSON:");  // not UTF-8
   EXPECT_EQ(refusal("[1,2]", 0), "the header is not a JSON object");
@@ -228,8 +229,7 @@ TEST(Safetensors, RefusesMalformedFilesWithTheReason) {
   EXPECT_EQ(refusal(entry(ok_body), 11),
             "3 bytes after the last tensor's data (the data section has 11, the tensors cover 8)");
   EXPECT_EQ(refusal("{}", 1), "1 bytes after the last tensor's data (the data section has 1, the tensors cover 0)");
-  EXPECT_EQ(refusal(two + R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8),
-            "the header names 'a' twice");
+  EXPECT_EQ(refusal(two + R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8), "the header names 'a' twice");
 
   EXPECT_EQ(refusal(R"({"__metadata__":{"epoch":3}})", 0), "__metadata__ value of 'epoch' is not a string");
   EXPECT_EQ(refusal(R"({"__metadata__":{"a":"1","b":null}})", 0), "__metadata__ value of 'b' is not a string");
@@ -270,8 +270,9 @@ TEST(Safetensors, ReadingNamesTheFile) {
     read_safetensors(bad);
     FAIL() << "accepted garbage";
   } catch (const DataError& e) {
-    EXPECT_EQ(std::string(e.what()), bad.string() + ": not a valid safetensors file: the file is 7 bytes long, "
-                                                    "shorter than the 8-byte header length");
+    EXPECT_EQ(std::string(e.what()), bad.string() +
+                                         ": not a valid safetensors file: the file is 7 bytes long, "
+                                         "shorter than the 8-byte header length");
     EXPECT_EQ(e.code(), ExitCode::kData);
   }
   EXPECT_THROW(
@@ -279,7 +280,8 @@ TEST(Safetensors, ReadingNamesTheFile) {
         try {
           read_safetensors(dir / "missing.safetensors");
         } catch (const DataError& e) {
-          EXPECT_EQ(std::string(e.what()), (dir / "missing.safetensors").string() + ": cannot open: No such file or directory");
+          EXPECT_EQ(std::string(e.what()),
+                    (dir / "missing.safetensors").string() + ": cannot open: No such file or directory");
           throw;
         }
       },
@@ -338,8 +340,8 @@ TEST(Safetensors, FlippedHeaderBytesNeverCrash) {
 
 std::string run_python(const std::string& args, const fs::path& dir) {
   const fs::path out = dir / "python_out.json", err = dir / "python_err.txt";
-  const std::string command = "/usr/bin/python3 '" + kPythonScript.string() + "' " + args + " >'" + out.string() +
-                              "' 2>'" + err.string() + "'";
+  const std::string command =
+      "/usr/bin/python3 '" + kPythonScript.string() + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(command.c_str());
   EXPECT_EQ(status, 0) << command << "\n"
                        << read_text(err)

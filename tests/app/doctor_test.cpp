@@ -1,0 +1,129 @@
+// compare and doctor through the command line: files, schema, speedups, findings from
+// rules, failures reported without losing the report, and bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+using testing::fresh_dir;
+using testing::read_text;
+using testing::run_command;
+
+const std::string kBinary = DDPSCOPE_BINARY;
+// Tiny runs: the doctor's whole sweep takes seconds.
+const std::string kTiny = " --dataset-size 128 --batch-size 16 --hidden-size 8 --hidden-layers 1 --max-epochs 4";
+
+nlohmann::json read_json(const std::filesystem::path& path) { return nlohmann::json::parse(read_text(path)); }
+
+bool has_finding(const nlohmann::json& doctor, const std::string& words) {
+  for (const auto& f : doctor["findings"]) {
+    if (f["title"].get<std::string>().find(words) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(Compare, WritesCompareJsonAndReportWithSpeedupsFromTheRunsOwnWalls) {
+  const auto dir = fresh_dir("compare");
+  const auto r = run_command(kBinary + " compare --devices 1,2" + kTiny, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto run = dir / "ddpscope_logs/version_0";
+  const auto doc = read_json(run / "compare.json");
+  EXPECT_EQ(doc["schema"], "ddpscope.compare/1");
+  EXPECT_FALSE(doc.contains("findings"));
+  EXPECT_FALSE(doc.contains("ablations"));
+  for (const char* key : {"version", "config", "runs", "speedup", "model", "predictions", "commands", "notes"}) {
+    EXPECT_TRUE(doc.contains(key)) << key;
+  }
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  for (const auto& run_json : doc["runs"]) {
+    EXPECT_TRUE(run_json["ok"].get<bool>()) << run_json.dump();
+    EXPECT_EQ(run_json["summary"]["schema"], "ddpscope.summary/1");
+    EXPECT_TRUE(std::filesystem::exists(run / "runs" / run_json["label"].get<std::string>() / "summary.json"));
+  }
+  const double one = doc["runs"][0]["wall_seconds"], two = doc["runs"][1]["wall_seconds"];
+  EXPECT_DOUBLE_EQ(doc["speedup"]["2"].get<double>(), one / two);
+  EXPECT_DOUBLE_EQ(doc["speedup"]["1"].get<double>(), 1.0);
+  for (const char* key : {"alpha_seconds", "beta_bytes_per_second", "flops_per_second", "fixed_seconds_per_step",
+                          "fixed_seconds_per_epoch", "startup_seconds"}) {
+    EXPECT_TRUE(doc["model"].contains(key)) << key;
+  }
+  bool measured_prediction = false;
+  for (const auto& p : doc["predictions"]) {
+    for (const char* key : {"devices", "interconnect", "batch_size", "hidden_size", "predicted_wall_seconds",
+                            "measured_wall_seconds", "error"}) {
+      EXPECT_TRUE(p.contains(key)) << key;
+    }
+    measured_prediction |= !p["measured_wall_seconds"].is_null();
+  }
+  EXPECT_TRUE(measured_prediction);
+  EXPECT_TRUE(std::filesystem::exists(run / "report.html"));
+  EXPECT_NE(r.out.find("speedup"), std::string::npos) << r.out;
+}
+
+TEST(Doctor, FindsTheInjectedPerStepProbeAndNotWhenItIsAbsent) {
+  // Many small micro-batches: the probe (tens of microseconds) is a large share of each.
+  const std::string many_steps = " --dataset-size 2048 --batch-size 16 --hidden-size 8 --hidden-layers 1 --max-epochs 10";
+  const auto with_probe = fresh_dir("doctor_probe");
+  const auto r = run_command(kBinary + " doctor --devices 1 --monitor-mode per-step" + many_steps, with_probe);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto doc = read_json(with_probe / "ddpscope_logs/version_0/doctor.json");
+  EXPECT_EQ(doc["schema"], "ddpscope.doctor/1");
+  EXPECT_TRUE(has_finding(doc, "utilization probe")) << doc["findings"].dump(2);
+  bool ablation = false;
+  for (const auto& a : doc["ablations"]) {
+    if (a["name"] == "monitor-background") {
+      ablation = true;
+      for (const char* key : {"devices", "wall_seconds", "baseline_wall_seconds", "cost_seconds_per_step"}) {
+        EXPECT_TRUE(a.contains(key)) << key;
+      }
+    }
+  }
+  EXPECT_TRUE(ablation);
+  for (const auto& f : doc["findings"]) {
+    for (const char* key : {"title", "detail", "cost_seconds", "share_of_wall", "evidence", "fix"}) {
+      EXPECT_TRUE(f.contains(key)) << key;
+    }
+  }
+
+  const auto without = fresh_dir("doctor_no_probe");
+  const auto r2 = run_command(kBinary + " doctor --devices 1 --monitor-mode background" + many_steps, without);
+  ASSERT_EQ(r2.exit_code, 0) << r2.err << r2.out;
+  const auto doc2 = read_json(without / "ddpscope_logs/version_0/doctor.json");
+  EXPECT_FALSE(has_finding(doc2, "utilization probe")) << doc2["findings"].dump(2);
+}
+
+TEST(Doctor, AFailedRunIsReportedAndTheReportIsStillWritten) {
+  // Without mpirun on PATH the 2-device runs fail; the 1-device ones still make a report.
+  const auto dir = fresh_dir("doctor_fail");
+  const auto r = run_command("PATH=/nonexistent " + kBinary + " compare --devices 1,2" + kTiny, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto doc = read_json(dir / "ddpscope_logs/version_0/compare.json");
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_TRUE(doc["runs"][0]["ok"].get<bool>());
+  EXPECT_FALSE(doc["runs"][1]["ok"].get<bool>());
+  EXPECT_NE(doc["runs"][1]["error"].get<std::string>().find("mpirun"), std::string::npos) << doc["runs"][1].dump();
+  EXPECT_TRUE(std::filesystem::exists(dir / "ddpscope_logs/version_0/report.html"));
+  EXPECT_NE(r.out.find("failed"), std::string::npos) << r.out;
+}
+
+TEST(Doctor, BadDeviceListsAndExistingFoldersAreRefused) {
+  const auto dir = fresh_dir("doctor_bad");
+  for (const char* list : {"''", "2,1", "1,1", "0,1", "1,x", "1,,2", "1,100000"}) {
+    const auto r = run_command(kBinary + " compare --devices " + list + kTiny, dir);
+    EXPECT_EQ(r.exit_code, 2) << list << r.err;
+    EXPECT_NE(r.err.find("--devices"), std::string::npos) << list << r.err;
+    EXPECT_NE(r.err.find("increasing comma list of distinct device counts"), std::string::npos) << r.err;
+  }
+  ASSERT_EQ(run_command(kBinary + " compare --devices 1 --version mine" + kTiny, dir).exit_code, 0);
+  const auto again = run_command(kBinary + " compare --devices 1 --version mine" + kTiny, dir);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("exists already"), std::string::npos) << again.err;
+  EXPECT_EQ(run_command(kBinary + " compare --devices 1 --version mine --overwrite" + kTiny, dir).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace ddp

@@ -47,10 +47,11 @@ std::vector<int> parse_device_list(const std::string& text) {
 
 int run(CLI::App& command, RunOptions& options, const std::string& devices_text, bool overwrite, bool ablations,
         int argc, char** argv) {
+  const bool devices_given = command.get_option("--devices")->count() > 0;
   Config config = resolve_config(typed_options(command, options), options.preset, options.config_file);
   std::vector<std::string> notes;
   std::vector<int> devices;
-  if (!devices_text.empty()) {
+  if (devices_given) {
     devices = parse_device_list(devices_text);
   } else {
     // The configuration's device count, as far as this machine has cores for: a preset's 3

@@ -32,8 +32,8 @@ walls, monitor = [], []
 for i, v in enumerate(variants):
     runs = [json.load(open(f"{out}/ddpscope_logs/v{i}_r{r}/summary.json")) for r in range(rounds)]
     walls.append(statistics.median(s["wall_seconds"] for s in runs))
-    steps = runs[0]["train_samples"] and sum(1 for _ in range(1))
-    monitor.append(statistics.median(s["phases"]["monitor"] / max(1, s["optimizer_steps"] * 3) for s in runs))
+    micro_batches = lambda s: s["epochs"] * -(-s["config"]["dataset_size"] // s["config"]["batch_size"])
+    monitor.append(statistics.median(s["phases"]["monitor"] / micro_batches(s) for s in runs))
 for i, v in enumerate(variants):
     name = v.split("|")[0]
     print(f"{name:20s} wall {walls[i]:7.3f} s  cost {100 * (walls[i] / walls[0] - 1):+6.2f} %"

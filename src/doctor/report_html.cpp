@@ -342,9 +342,12 @@ std::vector<SpeedupSeries> predicted_speedups(const Json& doc, const std::vector
   double width = number_of(member(doc, "config"), "hidden_size");
   if (!std::isfinite(batch)) batch = number_of(predictions[0], "batch_size");
   if (!std::isfinite(width)) width = number_of(predictions[0], "hidden_size");
+  double layers = number_of(member(doc, "config"), "hidden_layers");
+  if (!std::isfinite(layers)) layers = number_of(predictions[0], "hidden_layers");
+  const auto same = [](double value, double wanted) { return !std::isfinite(value) || value == wanted; };
   const auto same_shape = [&](const Json& p) {
-    const double b = number_of(p, "batch_size"), w = number_of(p, "hidden_size");
-    return (!std::isfinite(b) || b == batch) && (!std::isfinite(w) || w == width);
+    return same(number_of(p, "batch_size"), batch) && same(number_of(p, "hidden_size"), width) &&
+           same(number_of(p, "hidden_layers"), layers);
   };
   double base = kNaN;
   for (const Json& p : predictions)
@@ -365,7 +368,8 @@ std::vector<SpeedupSeries> predicted_speedups(const Json& doc, const std::vector
                                              : kInterconnectColors[series.size() % kInterconnectColors.size()];
       it = series.insert(series.end(), SpeedupSeries{name, color, {}});
     }
-    it->points.emplace_back(devices, base / wall);
+    const double stated = number_of(p, "predicted_speedup");
+    it->points.emplace_back(devices, stated > 0 ? stated : base / wall);
   }
   for (SpeedupSeries& s : series) {
     // Every interconnect shares the 1-device time, so lines start together at the baseline.
@@ -726,18 +730,24 @@ std::string predictions_section(const Json& doc, int number) {
   out += model_table(member(doc, "model"));
   out +=
       "<h3>Predicted wall time</h3><table id=\"predictions\"><thead><tr><th class=\"num\">devices</th>"
-      "<th>interconnect</th><th class=\"num\">batch</th><th class=\"num\">width</th><th class=\"num\">predicted "
-      "wall</th><th class=\"num\">measured wall</th><th class=\"num\">error</th></tr></thead><tbody>";
+      "<th>interconnect</th><th class=\"num\">batch</th><th class=\"num\">width</th>";
   const Json& predictions = array_of(doc, "predictions");
+  // Depth is a column only where the doctor predicted it (issue 5 varies layers as the seed's author did).
+  const bool with_layers = std::any_of(predictions.begin(), predictions.end(),
+                                       [](const Json& p) { return std::isfinite(number_of(p, "hidden_layers")); });
+  if (with_layers) out += "<th class=\"num\">layers</th>";
+  out += "<th class=\"num\">predicted wall</th><th class=\"num\">measured wall</th><th class=\"num\">error</th>"
+         "</tr></thead><tbody>";
   for (const Json& p : predictions) {
     const double error = number_of(p, "error");
-    out += fmt::format(
-        "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td></tr>",
-        format_count(number_of(p, "devices")), esc(value_text(member(p, "interconnect"))),
-        format_count(number_of(p, "batch_size")), format_count(number_of(p, "hidden_size")),
-        seconds_text(number_of(p, "predicted_wall_seconds")), seconds_text(number_of(p, "measured_wall_seconds")),
-        std::abs(error) > kPredictionTolerance ? " off" : "", percent_text(error, true));
+    out += fmt::format("<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                       format_count(number_of(p, "devices")), esc(value_text(member(p, "interconnect"))),
+                       format_count(number_of(p, "batch_size")), format_count(number_of(p, "hidden_size")));
+    if (with_layers) out += fmt::format("<td class=\"num\">{}</td>", format_count(number_of(p, "hidden_layers")));
+    out += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td></tr>",
+                       seconds_text(number_of(p, "predicted_wall_seconds")),
+                       seconds_text(number_of(p, "measured_wall_seconds")),
+                       std::abs(error) > kPredictionTolerance ? " off" : "", percent_text(error, true));
   }
   if (predictions.empty()) out += "<tr><td colspan=\"7\" class=\"muted\">No predictions.</td></tr>";
   return out + "</tbody></table></section>";

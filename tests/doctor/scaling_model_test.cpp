@@ -1,0 +1,333 @@
+#include "doctor/scaling_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "base/error.h"
+#include "doctor/interconnect.h"
+
+namespace ddp {
+namespace {
+
+ModelParameters known_parameters() {
+  ModelParameters m;
+  m.alpha_seconds = 0.4e-6;
+  m.beta_bytes_per_second = 8e9;
+  m.flops_per_second = 180e9;
+  m.fixed_seconds_per_step = 35e-6;
+  m.fixed_seconds_per_epoch = 1.5e-3;
+  m.startup_seconds = 0.004;
+  m.launch_seconds = 0.22;
+  m.val_flops_per_second = 150e9;
+  m.val_fixed_seconds_per_batch = 12e-6;
+  m.data_seconds_per_micro_batch = 3e-6;
+  m.data_seconds_per_sample = 40e-9;
+  m.optimizer_seconds_per_step = 4e-6;
+  m.optimizer_seconds_per_parameter = 0.15e-9;
+  m.logging_seconds_per_event = 80e-6;
+  m.monitor_seconds_per_micro_batch = 1.9e-3;
+  m.jitter_fraction = 0.03;
+  return m;
+}
+
+// A summary.json as a run of `config` would write it if the model were exact.
+nlohmann::json synthetic_summary(const ModelParameters& model, const WorkloadConfig& c) {
+  const Prediction p = predict(model, c);
+  nlohmann::json phases = nlohmann::json::object();
+  for (std::size_t i = 0; i < kPhaseCount; ++i) phases[std::string(kPhaseNames[i])] = p.phases[i];
+  nlohmann::json other_rank = phases;
+  other_rank["comm_wait"] = 0.5 * p.phases[static_cast<std::size_t>(Phase::kCommWait)];  // rank zero's count
+  nlohmann::json ranks = nlohmann::json::array({phases});
+  for (int r = 1; r < c.devices; ++r) ranks.push_back(other_rank);
+  return {{"schema", "ddpscope.summary/1"},
+          {"config",
+           {{"input_dim", c.input_dim}, {"hidden_size", c.hidden_size}, {"hidden_layers", c.hidden_layers},
+            {"output_dim", c.output_dim}, {"dataset_size", c.dataset_size}, {"batch_size", c.batch_size},
+            {"max_epochs", c.epochs}, {"accumulate_grad_batches", c.accumulate_grad_batches},
+            {"check_val_every_n_epoch", c.check_val_every_n_epoch}, {"limit_train_batches", 1.0},
+            {"log_every_n_steps", c.log_every_n_steps}, {"devices", c.devices}, {"bucket_cap_mb", c.bucket_cap_mb},
+            {"sync_every_micro_batch", c.sync_every_micro_batch},
+            {"monitor_mode", c.monitor_per_step ? "per-step" : "background"}}},
+          {"world_size", c.devices},
+          {"epochs", c.epochs},
+          {"optimizer_steps", p.counts.optimizer_steps},
+          {"train_samples", c.epochs * p.counts.train_samples_per_epoch * c.devices},
+          {"wall_seconds", p.wall_seconds},
+          {"phases", phases},
+          {"phases_per_rank", ranks},
+          {"allreduce", {{"calls", 0}, {"bytes", 0}, {"seconds", 0.0}}}};
+}
+
+// 1, 2, 3 devices; batch 16..1024; widths 64..1024; some runs with the per-step probe, with
+// sync every micro-batch, with several buckets, with other logging and validation cadences.
+std::vector<WorkloadConfig> design() {
+  std::vector<WorkloadConfig> configs;
+  int i = 0;
+  for (int devices : {1, 2, 3}) {
+    for (int64_t batch : {16, 64, 256, 1024}) {
+      for (int64_t width : {64, 256, 1024}) {
+        WorkloadConfig c;
+        c.devices = devices;
+        c.batch_size = batch;
+        c.hidden_size = width;
+        c.dataset_size = 3000 + 7 * i;
+        c.epochs = 2 + i % 4;
+        c.accumulate_grad_batches = 1 + i % 3;
+        c.log_every_n_steps = 3 + i % 5;
+        c.check_val_every_n_epoch = 1 + i % 2;
+        c.monitor_per_step = i % 5 == 0;
+        c.sync_every_micro_batch = i % 7 == 3;
+        c.bucket_cap_mb = i % 4 == 1 ? 0.5 : 25.0;
+        configs.push_back(c);
+        ++i;
+      }
+    }
+  }
+  return configs;
+}
+
+void expect_relative(double actual, double expected, const char* name) {
+  EXPECT_NEAR(actual, expected, 1e-9 * std::abs(expected)) << name;
+}
+
+void expect_same_parameters(const ModelParameters& fitted, const ModelParameters& known) {
+  const nlohmann::json a = to_json(fitted), b = to_json(known);
+  for (const auto& [name, value] : b.items()) expect_relative(a.at(name).get<double>(), value.get<double>(), name.c_str());
+}
+
+TEST(AllreduceFit, RecoversAlphaAndBetaExactly) {
+  const double alpha = 0.4e-6, beta = 8e9;
+  std::vector<AllreducePoint> points;
+  for (int ranks : {2, 3, 4, 8}) {
+    for (double bytes = 4; bytes <= 8e6; bytes *= 4) points.push_back({ranks, bytes, ring_allreduce_seconds(ranks, bytes, alpha, beta)});
+  }
+  const AllreduceFit fit = fit_allreduce(points);
+  expect_relative(fit.alpha_seconds, alpha, "alpha");
+  expect_relative(fit.beta_bytes_per_second, beta, "beta");
+  ASSERT_EQ(fit.rows.size(), points.size());
+  for (const AllreduceFit::Row& row : fit.rows) {
+    expect_relative(row.model_seconds, row.point.seconds, "model seconds");
+    EXPECT_DOUBLE_EQ(row.algbw_bytes_per_second, row.point.bytes / row.point.seconds);
+    EXPECT_DOUBLE_EQ(row.busbw_bytes_per_second,
+                     row.algbw_bytes_per_second * 2.0 * (row.point.ranks - 1) / row.point.ranks);
+  }
+}
+
+TEST(AllreduceFit, KeepsBothTermsNonNegative) {
+  // Pure bandwidth: a least-squares alpha would come out at rounding noise, possibly < 0.
+  std::vector<AllreducePoint> points = {{2, 1e6, 1e6 / 5e9}, {2, 4e6, 4e6 / 5e9}, {3, 2e6, 4.0 / 3 * 2e6 / 5e9}};
+  AllreduceFit fit = fit_allreduce(points);
+  EXPECT_GE(fit.alpha_seconds, 0.0);
+  EXPECT_NEAR(fit.beta_bytes_per_second, 5e9, 1e-6 * 5e9);
+  // Larger messages faster than small ones: no bandwidth term, all latency.
+  points = {{2, 8, 2e-6}, {2, 1e6, 1e-6}};
+  fit = fit_allreduce(points);
+  EXPECT_EQ(fit.beta_bytes_per_second, 0.0);
+  EXPECT_GT(fit.alpha_seconds, 0.0);
+  // One rank or nothing measured: nothing to fit.
+  EXPECT_THROW(fit_allreduce(std::vector<AllreducePoint>{{1, 8, 1e-6}}), DataError);
+  EXPECT_THROW(fit_allreduce(std::vector<AllreducePoint>{}), DataError);
+}
+
+TEST(Interconnect, RingModelAndBandwidthDefinitions) {
+  EXPECT_EQ(ring_allreduce_seconds(1, 1e6, 1e-6, 1e9), 0.0);
+  // 2 ranks: 2 steps of latency, the whole message once over the link.
+  EXPECT_DOUBLE_EQ(ring_allreduce_seconds(2, 538628, 0.405e-6, 7.95e9), 2 * 0.405e-6 + 538628 / 7.95e9);
+  EXPECT_DOUBLE_EQ(ring_allreduce_seconds(4, 4e6, 0, 1e9), 6.0 / 4 * 4e6 / 1e9);
+  EXPECT_DOUBLE_EQ(algbw(3e9, 1.0), 3e9);
+  EXPECT_DOUBLE_EQ(busbw(3, 3e9, 1.0), 4e9);
+  EXPECT_DOUBLE_EQ(busbw(2, 3e9, 1.0), 3e9);
+}
+
+TEST(Interconnect, PresetsAreNamedAndPositive) {
+  for (const char* name : {"shared-memory", "nvlink", "pcie", "infiniband", "10gbe"}) {
+    const Interconnect& link = find_interconnect(name);
+    EXPECT_GT(link.alpha_seconds, 0.0) << name;
+    EXPECT_GT(link.beta_bytes_per_second, 0.0) << name;
+    EXPECT_FALSE(link.description.empty()) << name;
+  }
+  EXPECT_GT(find_interconnect("nvlink").beta_bytes_per_second, find_interconnect("infiniband").beta_bytes_per_second);
+  EXPECT_GT(find_interconnect("10gbe").alpha_seconds, find_interconnect("infiniband").alpha_seconds);
+  try {
+    find_interconnect("token-ring");
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--interconnect: 'token-ring' is not accepted; expected measured, shared-memory, nvlink, pcie, "
+              "infiniband, 10gbe");
+  }
+}
+
+TEST(ScalingModel, PhasesSumToTheWallAndOneDeviceDoesNotCommunicate) {
+  const ModelParameters m = known_parameters();
+  WorkloadConfig c;
+  c.devices = 3;
+  c.accumulate_grad_batches = 3;
+  const Prediction p = predict(m, c);
+  double total = 0;
+  for (double s : p.phases) total += s;
+  EXPECT_DOUBLE_EQ(total, p.wall_seconds);
+  EXPECT_DOUBLE_EQ(p.speedup, p.one_device_wall_seconds / p.wall_seconds);
+  // comm_wait: 600 syncs of one 538,628 B bucket, plus 3 % of the compute.
+  const double sync = ring_allreduce_seconds(3, 538628, m.alpha_seconds, m.beta_bytes_per_second);
+  EXPECT_DOUBLE_EQ(p.allreduce_seconds_per_sync, sync);
+  const double compute = p.phases[static_cast<std::size_t>(Phase::kForward)] + p.phases[static_cast<std::size_t>(Phase::kBackward)];
+  EXPECT_NEAR(p.phases[static_cast<std::size_t>(Phase::kCommWait)], 600 * sync + 0.03 * compute, 1e-12);
+  EXPECT_DOUBLE_EQ(p.phases[static_cast<std::size_t>(Phase::kStartup)], m.startup_seconds + m.launch_seconds);
+  EXPECT_EQ(p.phases[static_cast<std::size_t>(Phase::kMonitor)], 0.0);  // background monitor
+
+  c.devices = 1;
+  const Prediction one = predict(m, c);
+  EXPECT_EQ(one.phases[static_cast<std::size_t>(Phase::kCommWait)], 0.0);
+  EXPECT_DOUBLE_EQ(one.phases[static_cast<std::size_t>(Phase::kStartup)], m.startup_seconds);
+  EXPECT_DOUBLE_EQ(one.wall_seconds, p.one_device_wall_seconds);
+  EXPECT_DOUBLE_EQ(one.speedup, 1.0);
+}
+
+TEST(ScalingModel, OtherInterconnectsChangeOnlyCommunication) {
+  const ModelParameters m = known_parameters();
+  WorkloadConfig c;
+  c.devices = 8;
+  const Prediction measured = predict(m, c);
+  c.interconnect = "10gbe";
+  const Prediction slow = predict(m, c);
+  EXPECT_GT(slow.phases[static_cast<std::size_t>(Phase::kCommWait)], measured.phases[static_cast<std::size_t>(Phase::kCommWait)]);
+  EXPECT_DOUBLE_EQ(slow.phases[static_cast<std::size_t>(Phase::kForward)], measured.phases[static_cast<std::size_t>(Phase::kForward)]);
+  EXPECT_DOUBLE_EQ(slow.alpha_seconds, find_interconnect("10gbe").alpha_seconds);
+  EXPECT_DOUBLE_EQ(slow.one_device_wall_seconds, measured.one_device_wall_seconds);
+  c.interconnect = "carrier-pigeon";
+  EXPECT_THROW(predict(m, c), UsageError);
+}
+
+TEST(ScalingModel, FitRecoversEveryParameterAndWallExactly) {
+  const ModelParameters known = known_parameters();
+  std::vector<nlohmann::json> summaries;
+  const std::vector<WorkloadConfig> configs = design();
+  for (const WorkloadConfig& c : configs) summaries.push_back(synthetic_summary(known, c));
+  AllreduceFit probe;
+  probe.alpha_seconds = known.alpha_seconds;
+  probe.beta_bytes_per_second = known.beta_bytes_per_second;
+
+  const ModelParameters fitted = fit_model(summaries, probe);
+  expect_same_parameters(fitted, known);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    expect_relative(predict(fitted, configs[i]).wall_seconds, summaries[i]["wall_seconds"].get<double>(), "wall");
+  }
+}
+
+TEST(ScalingModel, FitOfOneRunPutsComputeIntoTheRate) {
+  ModelParameters known = known_parameters();
+  WorkloadConfig c;
+  c.epochs = 3;
+  const nlohmann::json summary = synthetic_summary(known, c);
+  const ModelParameters fitted = fit_model({summary}, AllreduceFit{});
+  EXPECT_EQ(fitted.fixed_seconds_per_step, 0.0);
+  const Prediction p = predict(fitted, c);
+  const double measured = summary["phases_per_rank"][0]["forward"].get<double>() + summary["phases_per_rank"][0]["backward"].get<double>();
+  expect_relative(p.phases[static_cast<std::size_t>(Phase::kForward)] + p.phases[static_cast<std::size_t>(Phase::kBackward)],
+                  measured, "compute");
+  expect_relative(p.wall_seconds, summary["wall_seconds"].get<double>(), "wall");  // one run: reproduced exactly
+  EXPECT_EQ(fitted.launch_seconds, 0.0);
+  EXPECT_EQ(fitted.jitter_fraction, 0.0);
+  EXPECT_EQ(fitted.monitor_seconds_per_micro_batch, 0.0);
+}
+
+TEST(ScalingModel, JitterIsClampedAtZero) {
+  ModelParameters known = known_parameters();
+  known.jitter_fraction = 0;
+  std::vector<nlohmann::json> summaries;
+  for (int devices : {1, 2}) {
+    WorkloadConfig c;
+    c.devices = devices;
+    c.epochs = 2;
+    summaries.push_back(synthetic_summary(known, c));
+  }
+  summaries[1]["phases_per_rank"][0]["comm_wait"] = 0.0;  // faster than the probe says
+  AllreduceFit probe;
+  probe.alpha_seconds = known.alpha_seconds;
+  probe.beta_bytes_per_second = known.beta_bytes_per_second;
+  EXPECT_EQ(fit_model(summaries, probe).jitter_fraction, 0.0);
+}
+
+TEST(ScalingModel, FitRejectsRunsItCannotCount) {
+  const ModelParameters known = known_parameters();
+  WorkloadConfig c;
+  c.epochs = 2;
+  nlohmann::json summary = synthetic_summary(known, c);
+  nlohmann::json stopped = summary;
+  stopped["optimizer_steps"] = 25;  // stopped by max_steps inside an epoch
+  EXPECT_THROW(fit_model({stopped}, AllreduceFit{}), DataError);
+  nlohmann::json no_phases = summary;
+  no_phases.erase("phases_per_rank");
+  EXPECT_THROW(fit_model({no_phases}, AllreduceFit{}), DataError);
+  nlohmann::json bad_phase = summary;
+  bad_phase["phases_per_rank"][0]["forward"] = "slow";
+  EXPECT_THROW(fit_model({bad_phase}, AllreduceFit{}), DataError);
+  EXPECT_THROW(fit_model({}, AllreduceFit{}), DataError);
+}
+
+TEST(ScalingModel, JsonRoundTripAndErrors) {
+  const ModelParameters known = known_parameters();
+  const nlohmann::json j = to_json(known);
+  EXPECT_EQ(j.size(), 16u);
+  for (const char* name : {"alpha_seconds", "beta_bytes_per_second", "flops_per_second", "fixed_seconds_per_step",
+                           "fixed_seconds_per_epoch", "startup_seconds", "launch_seconds", "val_flops_per_second",
+                           "val_fixed_seconds_per_batch", "data_seconds_per_micro_batch", "data_seconds_per_sample",
+                           "optimizer_seconds_per_step", "optimizer_seconds_per_parameter",
+                           "logging_seconds_per_event", "monitor_seconds_per_micro_batch", "jitter_fraction"}) {
+    EXPECT_TRUE(j.contains(name)) << name;
+  }
+  EXPECT_EQ(to_json(model_from_json(nlohmann::json::parse(j.dump()))), j);
+
+  nlohmann::json missing = j;
+  missing.erase("jitter_fraction");
+  try {
+    model_from_json(missing);
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "\"model\" has no \"jitter_fraction\"");
+  }
+  nlohmann::json text = j;
+  text["flops_per_second"] = "fast";
+  EXPECT_THROW(model_from_json(text), DataError);
+  nlohmann::json negative = j;
+  negative["launch_seconds"] = -1.0;
+  EXPECT_THROW(model_from_json(negative), DataError);
+  EXPECT_THROW(model_from_json(nlohmann::json::array()), DataError);
+}
+
+TEST(ScalingModel, SmallestBatchAndWidthWhereNBeatsOne) {
+  const ModelParameters m = known_parameters();
+  WorkloadConfig c;
+  c.epochs = 20;
+  const std::optional<int64_t> batch = smallest_batch_where_n_beats_one(m, c, 2);
+  ASSERT_TRUE(batch.has_value());
+  // The search agrees with predict(): the value found wins, the one before it does not.
+  WorkloadConfig at = c;
+  at.devices = 2;
+  at.batch_size = *batch;
+  EXPECT_LT(predict(m, at).speedup, 1e9);
+  EXPECT_GT(predict(m, at).speedup, 1.0);
+  if (*batch > 16) {
+    at.batch_size = *batch / 2;
+    EXPECT_LE(predict(m, at).speedup, 1.0);
+  }
+  const std::optional<int64_t> width = smallest_width_where_n_beats_one(m, c, 2);
+  ASSERT_TRUE(width.has_value());
+  at = c;
+  at.devices = 2;
+  at.hidden_size = *width;
+  EXPECT_GT(predict(m, at).speedup, 1.0);
+
+  // A launch that costs more than any run saves: no batch or width in range wins.
+  ModelParameters slow_launch = m;
+  slow_launch.launch_seconds = 1e9;
+  EXPECT_FALSE(smallest_batch_where_n_beats_one(slow_launch, c, 2).has_value());
+  EXPECT_FALSE(smallest_width_where_n_beats_one(slow_launch, c, 2).has_value());
+  EXPECT_THROW(smallest_batch_where_n_beats_one(m, c, 1), UsageError);
+}
+
+}  // namespace
+}  // namespace ddp

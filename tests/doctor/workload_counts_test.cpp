@@ -1,0 +1,147 @@
+#include "doctor/workload_counts.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "base/error.h"
+
+namespace ddp {
+namespace {
+
+WorkloadConfig seed(int devices, int64_t accumulate) {
+  WorkloadConfig c;  // the seed's defaults: 5000 samples, batch 256, 10-256x3-1, 200 epochs
+  c.devices = devices;
+  c.accumulate_grad_batches = accumulate;
+  return c;
+}
+
+TEST(WorkloadCounts, SeedOnThreeDevicesPadsAndStepsOnTheLastBatch) {
+  const WorkloadCounts n = count_workload(seed(3, 3));
+  EXPECT_EQ(n.samples_per_rank, 1667);  // ceil(5000 / 3), the sampler pads by one sample
+  EXPECT_EQ(n.micro_batches_per_epoch, 7);  // 6 of 256 and one of 131
+  EXPECT_EQ(n.train_samples_per_epoch, 1667);
+  EXPECT_EQ(1667 - 6 * 256, 131);
+  EXPECT_EQ(n.optimizer_steps_per_epoch, 3);  // after micro-batches 3, 6 and the last (7)
+  EXPECT_EQ(n.syncs_per_epoch, 3);
+  EXPECT_EQ(n.optimizer_steps, 600);
+  EXPECT_EQ(n.logging_events, 12);  // 600 / 50
+  EXPECT_EQ(n.validations, 200);
+  EXPECT_EQ(n.val_samples_rank0, 1667);
+  EXPECT_EQ(n.val_batches_rank0, 7);
+}
+
+TEST(WorkloadCounts, SeedOnOneDevice) {
+  const WorkloadCounts n = count_workload(seed(1, 3));
+  EXPECT_EQ(n.samples_per_rank, 5000);
+  EXPECT_EQ(n.micro_batches_per_epoch, 20);  // 19 of 256 and one of 136
+  EXPECT_EQ(n.optimizer_steps_per_epoch, 7);
+  EXPECT_EQ(n.syncs_per_epoch, 0);  // nothing to reduce
+  EXPECT_EQ(n.optimizer_steps, 1400);
+  EXPECT_EQ(n.logging_events, 28);
+  EXPECT_EQ(n.val_batches_rank0, 20);
+}
+
+TEST(WorkloadCounts, SeedModelFlopsParametersAndOneBucket) {
+  const WorkloadCounts n = count_workload(seed(2, 1));
+  EXPECT_EQ(n.parameters, 134657);
+  EXPECT_DOUBLE_EQ(n.forward_flops_per_sample, 2.0 * (10 * 256 + 2 * 256 * 256 + 256));
+  // forward + dW everywhere + dX except the first layer: 204.34 MFLOP per micro-batch of 256
+  EXPECT_DOUBLE_EQ(n.training_flops_per_sample, 798208.0);
+  EXPECT_NEAR(n.training_flops_per_sample * 256, 204.34e6, 0.01e6);
+  ASSERT_EQ(n.bucket_bytes.size(), 1u);  // under PyTorch's 1 MiB first bucket
+  EXPECT_EQ(n.bucket_bytes[0], 538628);
+}
+
+TEST(WorkloadCounts, SmallBucketCapSplitsTheGradientsByLayer) {
+  WorkloadConfig c = seed(2, 1);
+  c.bucket_cap_mb = 0.3;  // 314,572 B: one 256x256 layer (263,168 B) per bucket
+  const WorkloadCounts n = count_workload(c);
+  EXPECT_GT(n.bucket_bytes.size(), 1u);
+  EXPECT_EQ(std::accumulate(n.bucket_bytes.begin(), n.bucket_bytes.end(), int64_t{0}), 538628);
+}
+
+TEST(WorkloadCounts, LoggingEventsCountOptimizerSteps) {
+  WorkloadConfig c = seed(3, 3);
+  c.epochs = 5;
+  c.log_every_n_steps = 7;
+  EXPECT_EQ(count_workload(c).logging_events, 2);  // 15 steps
+  c.log_every_n_steps = 16;
+  EXPECT_EQ(count_workload(c).logging_events, 0);
+}
+
+TEST(WorkloadCounts, ValidationSplitsWithoutPadding) {
+  EXPECT_EQ(validation_samples_for_rank(5000, 3, 0), 1667);
+  EXPECT_EQ(validation_samples_for_rank(5000, 3, 1), 1667);
+  EXPECT_EQ(validation_samples_for_rank(5000, 3, 2), 1666);
+  EXPECT_EQ(validation_samples_for_rank(5000, 2, 1), 2500);
+  EXPECT_EQ(validation_samples_for_rank(2, 3, 2), 0);
+  WorkloadConfig c = seed(2, 1);
+  c.epochs = 10;
+  c.check_val_every_n_epoch = 3;
+  const WorkloadCounts n = count_workload(c);
+  EXPECT_EQ(n.validations, 3);
+  EXPECT_EQ(n.val_batches_rank0, 10);  // 2500 / 256
+}
+
+TEST(WorkloadCounts, SyncEveryMicroBatchAndLimitTrainBatches) {
+  WorkloadConfig c = seed(3, 3);
+  c.sync_every_micro_batch = true;
+  EXPECT_EQ(count_workload(c).syncs_per_epoch, 7);
+  c.sync_every_micro_batch = false;
+  c.limit_train_batches = 4;
+  c.limit_train_batches_is_count = true;
+  WorkloadCounts n = count_workload(c);
+  EXPECT_EQ(n.micro_batches_per_epoch, 4);
+  EXPECT_EQ(n.train_samples_per_epoch, 4 * 256);
+  EXPECT_EQ(n.optimizer_steps_per_epoch, 2);
+  c.limit_train_batches = 0.5;
+  c.limit_train_batches_is_count = false;
+  n = count_workload(c);
+  EXPECT_EQ(n.micro_batches_per_epoch, 3);  // floor(7 * 0.5)
+}
+
+TEST(WorkloadCounts, RejectsOutOfRangeConfigurations) {
+  WorkloadConfig c = seed(0, 1);
+  EXPECT_THROW(count_workload(c), UsageError);
+  c = seed(1, 0);
+  EXPECT_THROW(count_workload(c), UsageError);
+  c = seed(1, 1);
+  c.batch_size = 0;
+  EXPECT_THROW(count_workload(c), UsageError);
+  c = seed(1, 1);
+  c.hidden_layers = -1;
+  EXPECT_THROW(count_workload(c), UsageError);
+}
+
+TEST(WorkloadCounts, ReadsASummary) {
+  const nlohmann::json summary = {
+      {"schema", "ddpscope.summary/1"},
+      {"world_size", 3},
+      {"epochs", 4},
+      {"config",
+       {{"input_dim", 10}, {"hidden_size", 128}, {"hidden_layers", 2}, {"output_dim", 1}, {"dataset_size", 1000},
+        {"batch_size", 64}, {"max_epochs", 200}, {"accumulate_grad_batches", 3}, {"check_val_every_n_epoch", 1},
+        {"limit_train_batches", 1.0}, {"log_every_n_steps", 50}, {"devices", "auto"}, {"bucket_cap_mb", 25},
+        {"sync_every_micro_batch", false}, {"monitor_mode", "per-step"}}}};
+  const WorkloadConfig w = workload_from_summary(summary);
+  EXPECT_EQ(w.devices, 3);
+  EXPECT_EQ(w.epochs, 4);  // what completed, not max_epochs
+  EXPECT_EQ(w.hidden_size, 128);
+  EXPECT_EQ(w.accumulate_grad_batches, 3);
+  EXPECT_FALSE(w.limit_train_batches_is_count);
+  EXPECT_TRUE(w.monitor_per_step);
+
+  nlohmann::json bad = summary;
+  bad["config"]["batch_size"] = "big";
+  EXPECT_THROW(workload_from_summary(bad), DataError);
+  bad = summary;
+  bad.erase("world_size");
+  EXPECT_THROW(workload_from_summary(bad), DataError);
+  bad = summary;
+  bad.erase("config");
+  EXPECT_THROW(workload_from_summary(bad), DataError);
+}
+
+}  // namespace
+}  // namespace ddp

@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
     return ddp::run_cli(argc, argv);
   } catch (const ddp::Error& e) {
     code = static_cast<int>(e.code());
-    alike_on_every_rank = e.code() == ddp::ExitCode::kUsage || e.code() == ddp::ExitCode::kData;
+    // Bad options or data, and a stop on a signal (128 + signal), happen on every rank alike.
+    alike_on_every_rank = e.code() == ddp::ExitCode::kUsage || e.code() == ddp::ExitCode::kData ||
+                          static_cast<int>(e.code()) > 128;
     if (!alike_on_every_rank || launcher_rank() == 0) std::fprintf(stderr, "ddpscope: error: %s\n", e.what());
   } catch (const std::exception& e) {
     code = static_cast<int>(ddp::ExitCode::kOther);

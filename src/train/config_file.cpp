@@ -144,9 +144,6 @@ void validate_config(const Config& c) {
     throw UsageError(fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp",
                                  t.devices));
   }
-  if (!t.ckpt_path.empty()) not_yet("--ckpt-path (resume from a checkpoint)");
-  if (!t.init_from.empty()) not_yet("--init-from (load parameters)");
-  if (t.checkpoint_every_n_epochs != 0) not_yet("--checkpoint-every-n-epochs");
 }
 
 }  // namespace ddp

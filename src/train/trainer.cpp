@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -26,6 +27,8 @@
 #include "log/file_io.h"
 #include "log/run_dir.h"
 #include "tensor/gemm.h"
+#include "train/checkpoint.h"
+#include "train/stop_signal.h"
 
 namespace ddp {
 
@@ -35,6 +38,7 @@ struct Trainer::Loop {
   std::unique_ptr<Loader> train_loader;
   std::unique_ptr<Loader> val_loader;
   std::unique_ptr<Optimizer> optimizer;
+  OptimizerKind optimizer_kind = OptimizerKind::kAdam;
   std::unique_ptr<GradReducer> reducer;  // only with more than one rank
   std::function<void(int64_t)> layer_hook;
 };
@@ -141,7 +145,10 @@ void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& lo
   std::copy(module.network().params().begin(), module.network().params().end(), network->params().begin());
   module.network_ = std::move(network);
 
-  loop.optimizer = make_optimizer(module.configure_optimizers(), module.network().num_params());
+  const OptimizerConfig optimizer_config = module.configure_optimizers();
+  loop.optimizer_kind = optimizer_config.kind;
+  loop.optimizer = make_optimizer(optimizer_config, module.network().num_params());
+  restore(module, loop);
   if (comm_->size() > 1) start_distributed(module, loop);
   if (options_.profiler == "trace") start_trace(loop);
   start_monitor();
@@ -237,19 +244,85 @@ std::vector<UtilizationPoint> Trainer::utilization_points() const {
   return points;
 }
 
+// --init-from (parameters; rank zero's are broadcast) and --ckpt-path (everything, on
+// every rank, so each has the optimizer state too).
+void Trainer::restore(LightningModule& module, Loop& loop) {
+  if (!options_.init_from.empty() && is_global_zero()) load_parameters(options_.init_from, module.network());
+  if (options_.ckpt_path.empty()) return;
+  const LoadedCheckpoint checkpoint = read_checkpoint(options_.ckpt_path);
+  restore_checkpoint(checkpoint, module.network(), *loop.optimizer, loop.optimizer_kind);
+  const TrainingPosition& at = checkpoint.position;
+  epoch_ = at.epoch;
+  global_step_ = at.global_step;
+  stats_.optimizer_steps = global_step_;
+  resume_batch_ = at.next_batch;
+  if (at.world_size != comm_->size() && at.next_batch > 0) {
+    // Another world shards the epoch differently: its micro-batch count does not carry over.
+    if (is_global_zero()) {
+      std::fprintf(stderr,
+                   "ddpscope: the checkpoint was written by %d rank(s) inside epoch %lld; with %d rank(s) training "
+                   "resumes at the start of that epoch\n",
+                   at.world_size, static_cast<long long>(at.epoch), comm_->size());
+    }
+    resume_batch_ = 0;
+  }
+}
+
+// The position after `next_batch` micro-batches of `epoch` (an epoch's end: the next epoch).
+void Trainer::save_checkpoint_files(LightningModule& module, Loop& loop, int64_t epoch, int64_t next_batch,
+                                    bool periodic) {
+  if (!is_global_zero()) return;
+  const TrainingPosition position{epoch, next_batch, global_step_, comm_->size(), options_.seed};
+  const auto folder = log_dir_ / "checkpoints";
+  std::filesystem::create_directories(folder);
+  if (periodic) {
+    save_checkpoint(folder / fmt::format("epoch={}-step={}.safetensors", epoch - 1, global_step_), module.network(),
+                    *loop.optimizer, loop.optimizer_kind, position, hparams_);
+  }
+  save_checkpoint(folder / "last.safetensors", module.network(), *loop.optimizer, loop.optimizer_kind, position,
+                  hparams_);
+}
+
+// After an optimizer step: every rank learns whether any was signalled (a signal may reach
+// the ranks at different steps), and then all stop at the same step with a checkpoint.
+void Trainer::stop_if_signalled(LightningModule& module, Loop& loop, int64_t epoch, int64_t next_batch) {
+  double signal = StopSignals::pending();
+  if (comm_->size() > 1) {
+    std::vector<double> any = {signal};
+    comm_->allreduce_sum(std::span<double>(any));
+    if (any[0] > 0 && signal == 0) signal = SIGTERM;  // another rank's signal: stop with it
+  }
+  if (signal == 0) return;
+  const int sig = static_cast<int>(signal) == SIGINT ? SIGINT : SIGTERM;
+  progress_.finish();
+  save_checkpoint_files(module, loop, epoch, next_batch, /*periodic=*/false);
+  flush_loggers();
+  const auto path = log_dir_ / "checkpoints" / "last.safetensors";
+  throw StopRequested(sig, fmt::format("stopped by {} at epoch {}, optimizer step {}; the checkpoint {} holds the "
+                                       "position. Resume with the same options and --ckpt-path {}",
+                                       sig == SIGINT ? "SIGINT" : "SIGTERM", epoch, global_step_, path.string(),
+                                       path.string()));
+}
+
 void Trainer::fit(LightningModule& module, LightningDataModule& data) {
   Loop loop;
+  StopSignals signals;
   setup(module, data, loop);
   try {
-    for (epoch_ = 0; options_.max_epochs < 0 || epoch_ < options_.max_epochs; ++epoch_) {
+    for (; options_.max_epochs < 0 || epoch_ < options_.max_epochs; ++epoch_) {
       const bool completed = train_epoch(module, loop);
       if (completed) {
         stats_.epochs = epoch_ + 1;
         if ((epoch_ + 1) % options_.check_val_every_n_epoch == 0) validate(module, loop);
+        if (options_.checkpoint_every_n_epochs > 0 && (epoch_ + 1) % options_.checkpoint_every_n_epochs == 0) {
+          clock_.enter(Phase::kLogging);
+          save_checkpoint_files(module, loop, epoch_ + 1, 0, /*periodic=*/true);
+        }
       }
       clock_.enter(Phase::kLogging);
       flush_loggers();
       if (!completed) break;
+      if (epoch_ + 1 < options_.max_epochs || options_.max_epochs < 0) stop_if_signalled(module, loop, epoch_ + 1, 0);
       stats_.epoch_end_seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     }
@@ -273,8 +346,13 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
   const int64_t limit = options_.limit_train_batches_is_count
                             ? static_cast<int64_t>(options_.limit_train_batches)
                             : std::max<int64_t>(1, static_cast<int64_t>(full * options_.limit_train_batches));
+  // A resumed epoch skips the micro-batches its checkpoint had done.
+  const int64_t batches = std::min(full, limit);
+  const int64_t skip = std::min(resume_batch_, batches);
+  resume_batch_ = 0;
+  order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * loop.train_spec.batch_size, order.size()));
   Loader& loader = *loop.train_loader;
-  loader.start_epoch(epoch_, std::move(order), std::min(full, limit));
+  loader.start_epoch(epoch_, std::move(order), batches - skip);
 
   Mlp& net = module.network();
   const int64_t accumulate = options_.accumulate_grad_batches;
@@ -283,11 +361,11 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
   module.loss_scale_ = 1.0f / static_cast<float>(accumulate);  // Lightning divides the loss by k
 
   Batch batch;
-  for (int64_t i = 0;; ++i) {
+  for (int64_t i = skip;; ++i) {
     clock_.enter(Phase::kData);
     if (!loader.next(batch)) break;
     // Lightning steps on every k-th micro-batch and on the last batch of the epoch.
-    const bool step_optimizer = (i + 1) % accumulate == 0 || i + 1 == loader.num_batches();
+    const bool step_optimizer = (i + 1) % accumulate == 0 || i + 1 == batches;
 
     if (probe_) {  // the seed's habit: initialise, read every device, shut down, every step
       clock_.enter(Phase::kMonitor);
@@ -332,11 +410,11 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
         log_metrics(metrics, global_step_ - 1);
       }
       if (options_.max_steps > 0 && global_step_ >= options_.max_steps) return false;
+      if (i + 1 < batches) stop_if_signalled(module, loop, epoch_, i + 1);
     }
     if (progress_.enabled()) {
       clock_.enter(Phase::kLogging);
-      progress_.update(epoch_, options_.max_epochs, i + 1, loader.num_batches(), loss,
-                       /*force=*/i + 1 == loader.num_batches());
+      progress_.update(epoch_, options_.max_epochs, i + 1, batches, loss, /*force=*/i + 1 == batches);
     }
   }
   return true;
@@ -451,6 +529,7 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
   if (options_.profiler == "trace") write_trace();
   if (!is_global_zero()) return;
 
+  save_parameters(log_dir_ / "final.safetensors", module.network(), hparams_);
   // After the wall clock stopped: the core's GEMM peak, for the FLOP share of the summary.
   stats_.gemm_peak_flops_per_second = measure_gemm_peak_flops();
   write_file_atomically(log_dir_ / "summary.json", summary_json(stats_, hparams_).dump(2) + "\n");

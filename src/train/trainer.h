@@ -52,6 +52,9 @@ class Trainer {
   Metrics device_utilization();
   void start_monitor();
   void gather_utilization();
+  void restore(LightningModule& module, Loop& loop);
+  void save_checkpoint_files(LightningModule& module, Loop& loop, int64_t epoch, int64_t next_batch, bool periodic);
+  void stop_if_signalled(LightningModule& module, Loop& loop, int64_t epoch, int64_t next_batch);
   std::vector<UtilizationPoint> utilization_points() const;
   void log_metrics(const Metrics& metrics, int64_t step);
   void flush_loggers();
@@ -77,6 +80,7 @@ class Trainer {
   MetricSink val_metrics_;
   ProgressBar progress_;
   int64_t epoch_ = 0;
+  int64_t resume_batch_ = 0;  // micro-batches of epoch_ a resumed checkpoint had done
   int64_t global_step_ = 0;
   RunStats stats_;
 };

@@ -69,7 +69,6 @@ TEST(Cli, BadOptionValuesExitTwoNamingOptionValueAndWhatIsAccepted) {
 }
 
 TEST(Cli, FeaturesOfLaterVersionsAreRefusedWithExitTwo) {
-  expect_usage_error("--ckpt-path x.safetensors", "--ckpt-path (resume from a checkpoint) is not available", "later_ckpt");
   expect_usage_error("--accelerator cuda", "--accelerator cuda (GPU training) is not available", "later_cuda");
   const auto r = run_command(kBinary + " doctor --preset seed", fresh_dir("later_doctor"));
   EXPECT_EQ(r.exit_code, 2);

@@ -1,0 +1,166 @@
+// Checkpoints through the command line: exact resume after a stop or a kill, at 1 and 2
+// ranks and across world sizes; signals; --init-from; damaged checkpoints.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "io/safetensors.h"
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+using testing::fresh_dir;
+using testing::read_text;
+using testing::run_command;
+
+const std::string kBinary = DDPSCOPE_BINARY;
+const std::string kRun = " train --data teacher --dataset-size 600 --batch-size 32 --hidden-size 32"
+                         " --accumulate-grad-batches 3 --progress-bar off";
+
+std::map<std::string, std::vector<std::byte>> tensors(const std::filesystem::path& file) {
+  std::map<std::string, std::vector<std::byte>> out;
+  for (const Tensor& t : read_safetensors(file).tensors) out[t.name] = t.bytes;
+  return out;
+}
+
+std::filesystem::path run_folder(const std::filesystem::path& dir, const std::string& version) {
+  return dir / "ddpscope_logs" / version;
+}
+
+TEST(Checkpoint, ResumeFromAnEpochCheckpointIsBitIdenticalAtOneAndTwoRanks) {
+  for (const std::string devices : {"1", "2"}) {
+    const auto dir = fresh_dir("resume_" + devices);
+    const std::string run = kBinary + kRun + " --devices " + devices + " --checkpoint-every-n-epochs 1";
+    ASSERT_EQ(run_command(run + " --max-epochs 6 --version full", dir).exit_code, 0);
+    ASSERT_EQ(run_command(run + " --max-epochs 3 --version part", dir).exit_code, 0);
+    const auto checkpoints = run_folder(dir, "part") / "checkpoints";
+    // Lightning's names: epoch index and optimizer steps (7 per epoch on 1 rank, 4 on 2).
+    EXPECT_TRUE(std::filesystem::exists(checkpoints / (devices == "1" ? "epoch=0-step=7.safetensors"
+                                                                      : "epoch=0-step=4.safetensors")));
+    EXPECT_TRUE(std::filesystem::exists(checkpoints / "last.safetensors"));
+    const auto resumed = run_command(
+        run + " --max-epochs 6 --version resumed --ckpt-path " + (checkpoints / "last.safetensors").string(), dir);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    const auto full = tensors(run_folder(dir, "full") / "final.safetensors");
+    EXPECT_EQ(full.size(), 8u);  // 4 layers: weight and bias each
+    EXPECT_EQ(full, tensors(run_folder(dir, "resumed") / "final.safetensors")) << devices << " devices";
+  }
+}
+
+TEST(Checkpoint, AKilledRunResumedFromItsLastEpochCheckpointEndsBitIdentical) {
+  const auto dir = fresh_dir("killed");
+  const std::string run = kBinary + kRun + " --checkpoint-every-n-epochs 1 --max-epochs 80";
+  ASSERT_EQ(run_command(run + " --version full", dir).exit_code, 0);
+  // Started in the background and killed with SIGKILL once it has checkpointed epoch 2.
+  const auto checkpoints = run_folder(dir, "killed") / "checkpoints";
+  const std::string start = "cd '" + dir.string() + "' && (" + run + " --version killed >/dev/null 2>&1 & echo $! > pid)";
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(checkpoints / "epoch=2-step=21.safetensors")) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const pid_t pid = std::stoi(read_text(dir / "pid"));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto resumed = run_command(
+      run + " --version resumed --ckpt-path " + (checkpoints / "epoch=2-step=21.safetensors").string(), dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(tensors(run_folder(dir, "full") / "final.safetensors"),
+            tensors(run_folder(dir, "resumed") / "final.safetensors"));
+}
+
+TEST(Checkpoint, ResumeAfterAWorldSizeChangeRunsToTheEnd) {
+  const auto dir = fresh_dir("world_change");
+  const std::string run = kBinary + kRun + " --checkpoint-every-n-epochs 1";
+  ASSERT_EQ(run_command(run + " --devices 2 --max-epochs 2 --version two", dir).exit_code, 0);
+  const auto resumed = run_command(run + " --devices 1 --max-epochs 4 --version one --ckpt-path " +
+                                       (run_folder(dir, "two") / "checkpoints/last.safetensors").string(),
+                                   dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto summary = nlohmann::json::parse(read_text(run_folder(dir, "one") / "summary.json"));
+  EXPECT_EQ(summary["epochs"], 4);
+  // Two epochs at 2 ranks (4 steps each: 300 samples, 10 micro-batches), two at 1 rank (7).
+  EXPECT_EQ(summary["optimizer_steps"], 2 * 4 + 2 * 7);
+}
+
+TEST(Checkpoint, SigintFinishesTheStepWritesACheckpointAndResumesExactly) {
+  const auto dir = fresh_dir("sigint");
+  const std::string run = kBinary + kRun + " --max-epochs 3000";
+  const std::string start =
+      "cd '" + dir.string() + "' && (" + run + " --version stopped >out.txt 2>err.txt & echo $! > pid)";
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const pid_t pid = std::stoi(read_text(dir / "pid"));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (::kill(pid, 0) == 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string err = read_text(dir / "err.txt");
+  EXPECT_NE(err.find("stopped by SIGINT"), std::string::npos) << err;
+  EXPECT_NE(err.find("--ckpt-path"), std::string::npos) << err;
+  const auto last = run_folder(dir, "stopped") / "checkpoints/last.safetensors";
+  ASSERT_TRUE(std::filesystem::exists(last)) << err;
+  const auto epoch = std::stoll(read_safetensors(last).metadata.at("epoch"));
+  ASSERT_LT(epoch, 3000) << "the run ended before the signal";
+  // The uninterrupted run to the same end, and the resumed one, agree bit for bit.
+  const std::string until = " --max-epochs " + std::to_string(epoch + 2);
+  ASSERT_EQ(run_command(run + until + " --version full", dir).exit_code, 0);
+  const auto resumed = run_command(run + until + " --version resumed --ckpt-path " + last.string(), dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(tensors(run_folder(dir, "full") / "final.safetensors"),
+            tensors(run_folder(dir, "resumed") / "final.safetensors"));
+}
+
+TEST(Checkpoint, SigtermExitsWith143) {
+  const auto dir = fresh_dir("sigterm");
+  const std::string start =
+      "cd '" + dir.string() + "' && (" + kBinary + kRun + " --max-epochs 3000 >/dev/null 2>err.txt & echo $! > pid)";
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const pid_t pid = std::stoi(read_text(dir / "pid"));
+  // The test shell is the parent: wait through a shell to read the exit code.
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  for (int i = 0; i < 3000 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_NE(read_text(dir / "err.txt").find("stopped by SIGTERM"), std::string::npos);
+  const auto code = run_command("sh -c '" + kBinary + kRun + " --max-epochs 3000 & p=$!; sleep 0.5; kill -TERM $p; wait $p; echo $? > code'", dir);
+  EXPECT_EQ(read_text(dir / "code"), "143\n");
+}
+
+TEST(Checkpoint, InitFromLoadsParametersAndNamesEveryMismatch) {
+  const auto dir = fresh_dir("init_from");
+  ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 2 --version a", dir).exit_code, 0);
+  const auto final_a = run_folder(dir, "a") / "final.safetensors";
+  // A learning rate of 1e-30 leaves the loaded parameters as they are.
+  const auto b = run_command(kBinary + kRun + " --max-epochs 1 --lr 1e-30 --version b --init-from " + final_a.string(), dir);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(tensors(final_a), tensors(run_folder(dir, "b") / "final.safetensors"));
+  const auto wrong = run_command(kBinary + kRun + " --hidden-size 16 --max-epochs 1 --init-from " + final_a.string(), dir);
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
+  EXPECT_NE(wrong.err.find("layers.0.weight"), std::string::npos) << wrong.err;
+}
+
+TEST(Checkpoint, DamagedCheckpointsAreRefusedWithExitThree) {
+  const auto dir = fresh_dir("damaged");
+  ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 1 --checkpoint-every-n-epochs 1 --version a", dir).exit_code, 0);
+  const std::string bytes = read_text(run_folder(dir, "a") / "checkpoints/last.safetensors");
+  std::ofstream(dir / "truncated.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(dir / "garbage.safetensors", std::ios::binary) << "not a checkpoint at all";
+  for (const char* file : {"truncated.safetensors", "garbage.safetensors", "missing.safetensors"}) {
+    const auto r = run_command(kBinary + kRun + " --max-epochs 2 --ckpt-path " + file, dir);
+    EXPECT_EQ(r.exit_code, 3) << file << r.err;
+    EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ddp

@@ -24,8 +24,8 @@ constexpr double kPredictionTolerance = 0.15;
 constexpr std::size_t kMaxPointsPerSeries = 1500;
 
 // Same order as kPhaseNames. Communication wait is the one red: it is the cost of going parallel.
-constexpr std::array<const char*, kPhaseCount> kPhaseColors = {
-    "#9aa3ad", "#f1ce63", "#4e79a7", "#8cb4dc", "#e15759", "#59a14f", "#b07aa1", "#9c755f", "#f28e2b", "#d4d8dd"};
+constexpr std::array<const char*, kPhaseCount> kPhaseColors = {"#9aa3ad", "#f1ce63", "#4e79a7", "#8cb4dc", "#e15759",
+                                                               "#59a14f", "#b07aa1", "#9c755f", "#f28e2b", "#d4d8dd"};
 constexpr std::array<const char*, 8> kDeviceColors = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                                       "#76b7b2", "#b8962e", "#b07aa1", "#9c755f"};
 constexpr std::array<const char*, 6> kInterconnectColors = {"#6a9f58", "#8e6c8a", "#5d8aa8",
@@ -68,11 +68,10 @@ table{border-collapse:collapse;width:100%;font-size:14px;font-variant-numeric:ta
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em;border-bottom:2px solid var(--line)}
 .num{text-align:right;white-space:nowrap}
-table.config{table-layout:fixed}
-table.config col.key{width:22%}
-table.config col.val{width:11.33%}
-table.config td{font-size:13px;padding:4px 8px;overflow-wrap:anywhere}
-table.config td.key{color:var(--muted);font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace;font-size:12px}
+dl.config{display:grid;grid-template-columns:repeat(auto-fill,minmax(280px,1fr));gap:0 28px;margin:6px 0}
+dl.config div{display:flex;justify-content:space-between;align-items:baseline;gap:14px;border-bottom:1px solid var(--line);padding:4px 2px;break-inside:avoid}
+dl.config dt{color:var(--muted);font:12px ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace;white-space:nowrap}
+dl.config dd{margin:0;font-size:13px;text-align:right;overflow-wrap:anywhere;min-width:0}
 table.kv{width:auto;min-width:50%}
 table.kv td{padding:4px 24px 4px 8px}
 table.kv td.key{color:var(--muted)}
@@ -179,8 +178,8 @@ std::vector<Run> runs_of(const Json& doc) {
     const Json& summary = member(r, "summary");
     Run run;
     run.json = &r;
-    run.devices = as_int(std::isfinite(number_of(r, "devices")) ? number_of(r, "devices")
-                                                                 : number_of(summary, "world_size"));
+    run.devices =
+        as_int(std::isfinite(number_of(r, "devices")) ? number_of(r, "devices") : number_of(summary, "world_size"));
     run.label = text_of(r, "label");
     if (run.label.empty()) run.label = fmt::format("devices={}", run.devices);
     run.wall = number_of(summary, "wall_seconds");
@@ -226,8 +225,7 @@ const char* text_color_on(std::string_view hex) {
 }
 
 std::string section_start(const char* id, int number, std::string_view title, std::string_view lead) {
-  std::string out = fmt::format("<section id=\"{}\"><h2><span class=\"num\">{}.</span>{}</h2>", id, number,
-                                esc(title));
+  std::string out = fmt::format("<section id=\"{}\"><h2><span class=\"num\">{}.</span>{}</h2>", id, number, esc(title));
   if (!lead.empty()) out += fmt::format("<p class=\"lead\">{}</p>", lead);  // lead is our own markup
   return out;
 }
@@ -250,7 +248,8 @@ std::string verdict_html(const Json& doc, const std::vector<Run>& runs) {
   const Run* largest = largest_run(runs);
   std::vector<std::string> walls;
   for (const Run& r : runs) walls.push_back(fmt::format("{}: <strong>{}</strong>", esc(r.label), seconds_text(r.wall)));
-  out += walls.empty() ? std::string("No runs were recorded.") : "Measured wall time — " + fmt::format("{}", fmt::join(walls, " · "));
+  out += walls.empty() ? std::string("No runs were recorded.")
+                       : "Measured wall time — " + fmt::format("{}", fmt::join(walls, " · "));
   out += "</p>";
   if (one && largest && largest->devices > 1) {
     const double speedup = speedup_of(doc, runs, *largest);
@@ -268,23 +267,14 @@ std::string verdict_html(const Json& doc, const std::vector<Run>& runs) {
   return out + "</div>";
 }
 
+// A grid of key/value cells rather than a table: it reflows from three columns on a screen
+// to two or one on paper or a phone without wrapping the option names.
 std::string config_table(const Json& config) {
   if (!config.is_object() || config.empty()) return "<p class=\"muted\">No configuration recorded.</p>";
-  constexpr int kPairsPerRow = 3;
-  std::string out = "<table class=\"config\"><colgroup>";
-  for (int i = 0; i < kPairsPerRow; ++i) out += "<col class=\"key\"><col class=\"val\">";
-  out += "</colgroup><tbody>";
-  int column = 0;
-  for (const auto& [key, value] : config.items()) {
-    if (column == 0) out += "<tr>";
-    out += fmt::format("<td class=\"key\">{}</td><td class=\"val\">{}</td>", esc(key), esc(value_text(value)));
-    if (++column == kPairsPerRow) {
-      out += "</tr>";
-      column = 0;
-    }
-  }
-  if (column != 0) out += fmt::format("<td colspan=\"{}\"></td></tr>", 2 * (kPairsPerRow - column));
-  return out + "</tbody></table>";
+  std::string out = "<dl class=\"config\">";
+  for (const auto& [key, value] : config.items())
+    out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", esc(key), esc(value_text(value)));
+  return out + "</dl>";
 }
 
 std::string runs_table(const Json& doc, const std::vector<Run>& runs) {
@@ -298,7 +288,8 @@ std::string runs_table(const Json& doc, const std::vector<Run>& runs) {
     out += fmt::format(
         "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-        esc(r.label), r.devices, seconds_text(r.wall), format_count(std::round(number_of(summary, "samples_per_second"))),
+        esc(r.label), r.devices, seconds_text(r.wall),
+        format_count(std::round(number_of(summary, "samples_per_second"))),
         format_count(number_of(summary, "optimizer_steps")),
         std::isfinite(speedup) ? format_number(speedup) + "×" : "—",
         r.devices > 0 ? percent_text(speedup / r.devices) : "—");
@@ -364,8 +355,8 @@ std::vector<SpeedupSeries> predicted_speedups(const Json& doc, const std::vector
     const std::string name = text_of(p, "interconnect").empty() ? "model" : text_of(p, "interconnect");
     auto it = std::find_if(series.begin(), series.end(), [&](const SpeedupSeries& s) { return s.name == name; });
     if (it == series.end()) {
-      const char* color = name == "measured" ? kPredictedColor
-                                             : kInterconnectColors[series.size() % kInterconnectColors.size()];
+      const char* color =
+          name == "measured" ? kPredictedColor : kInterconnectColors[series.size() % kInterconnectColors.size()];
       it = series.insert(series.end(), SpeedupSeries{name, color, {}});
     }
     const double stated = number_of(p, "predicted_speedup");
@@ -509,15 +500,15 @@ std::string phase_section(const std::vector<Run>& runs, int number) {
   for (std::size_t p = 0; p < kPhaseCount; ++p) legend += legend_item(kPhaseColors[p], kPhaseNames[p]);
   legend += "</ul>";
 
-  std::string svg = fmt::format(
-      "<svg class=\"chart\" viewBox=\"0 0 760 {}\" role=\"img\" aria-label=\"Wall time by phase per run\">",
-      svg_coord(plot_bottom + 52));
+  std::string svg =
+      fmt::format("<svg class=\"chart\" viewBox=\"0 0 760 {}\" role=\"img\" aria-label=\"Wall time by phase per run\">",
+                  svg_coord(plot_bottom + 52));
   svg += svg_x_axis(x, box, "wall time (seconds; mean over ranks)") + svg_frame(box);
   double row_y = kTop + kGap / 2;
   for (const Bar& b : bars) {
     svg += fmt::format("<g class=\"bar\" data-run=\"{}\">", esc(b.run->label));
-    svg += fmt::format("<text class=\"bar-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                       box.left - 10, svg_coord(row_y + kRow / 2 + 4), esc(b.run->label));
+    svg += fmt::format("<text class=\"bar-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", box.left - 10,
+                       svg_coord(row_y + kRow / 2 + 4), esc(b.run->label));
     double offset = 0;
     for (std::size_t p = 0; p < kPhaseCount; ++p) {
       if (b.seconds[p] <= 0) continue;
@@ -611,8 +602,9 @@ std::string utilization_section(const std::vector<Run>& runs, int number) {
       "training thread. Steady lines mean the devices are busy; saw-teeth mean they wait on each other, on data or "
       "on fixed per-step costs.");
   if (!main_run) {
-    return out + "<figure id=\"utilization-chart\"><p class=\"muted\">No run here carries utilization samples (the "
-                 "monitor was off, or the runs did not record them).</p></figure></section>";
+    return out +
+           "<figure id=\"utilization-chart\"><p class=\"muted\">No run here carries utilization samples (the "
+           "monitor was off, or the runs did not record them).</p></figure></section>";
   }
   const double interval = number_of(member(member(*main_run->json, "summary"), "config"), "monitor_interval_ms");
   out += "<figure id=\"utilization-chart\">" + utilization_chart(*main_run, "series", 330);
@@ -642,9 +634,10 @@ std::string ablation_section(const Json& doc, int number) {
     const std::string name = esc(text_of(a, "name"));
     const std::string error = text_of(a, "error");
     if (!error.empty()) {
-      out += fmt::format("<tr class=\"failed\"><td>{}</td><td class=\"num\">{}</td><td colspan=\"5\" class=\"worse\">"
-                         "failed: {}</td></tr>",
-                         name, format_count(number_of(a, "devices")), esc(error));
+      out += fmt::format(
+          "<tr class=\"failed\"><td>{}</td><td class=\"num\">{}</td><td colspan=\"5\" class=\"worse\">"
+          "failed: {}</td></tr>",
+          name, format_count(number_of(a, "devices")), esc(error));
       continue;
     }
     const double wall = number_of(a, "wall_seconds"), baseline = number_of(a, "baseline_wall_seconds");
@@ -684,7 +677,8 @@ std::string findings_section(const Json& doc, int number) {
     out += fmt::format("<p class=\"cost\">Cost: <strong>{}</strong> · {} of wall time</p>",
                        seconds_text(number_of(f, "cost_seconds")), percent_text(number_of(f, "share_of_wall")));
     if (!text_of(f, "detail").empty()) out += fmt::format("<p class=\"detail\">{}</p>", esc(text_of(f, "detail")));
-    if (!text_of(f, "fix").empty()) out += fmt::format("<p class=\"fix\"><strong>Fix:</strong> {}</p>", esc(text_of(f, "fix")));
+    if (!text_of(f, "fix").empty())
+      out += fmt::format("<p class=\"fix\"><strong>Fix:</strong> {}</p>", esc(text_of(f, "fix")));
     if (!evidence.empty()) out += "<p class=\"evidence muted\">Evidence:" + evidence + "</p>";
     out += "</li>";
   }
@@ -736,8 +730,9 @@ std::string predictions_section(const Json& doc, int number) {
   const bool with_layers = std::any_of(predictions.begin(), predictions.end(),
                                        [](const Json& p) { return std::isfinite(number_of(p, "hidden_layers")); });
   if (with_layers) out += "<th class=\"num\">layers</th>";
-  out += "<th class=\"num\">predicted wall</th><th class=\"num\">measured wall</th><th class=\"num\">error</th>"
-         "</tr></thead><tbody>";
+  out +=
+      "<th class=\"num\">predicted wall</th><th class=\"num\">measured wall</th><th class=\"num\">error</th>"
+      "</tr></thead><tbody>";
   for (const Json& p : predictions) {
     const double error = number_of(p, "error");
     out += fmt::format("<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
@@ -774,23 +769,25 @@ std::string reproduce_section(const Json& doc, const std::vector<Run>& runs, int
 
 std::string render_report_html(const nlohmann::ordered_json& doc) {
   const std::vector<Run> runs = runs_of(doc);
-  const bool is_doctor = doc.contains("findings") || doc.contains("ablations") ||
-                         text_of(doc, "schema").rfind("ddpscope.doctor", 0) == 0;
+  const bool is_doctor =
+      doc.contains("findings") || doc.contains("ablations") || text_of(doc, "schema").rfind("ddpscope.doctor", 0) == 0;
   const std::string kind = is_doctor ? "doctor" : "compare";
   const std::string question = question_of(doc, runs);
 
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   // The report must never reach the network: the browser itself refuses any fetch.
-  out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-         "script-src 'unsafe-inline'; img-src data:\">";
+  out +=
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+      "script-src 'unsafe-inline'; img-src data:\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  out += fmt::format("<title>ddpscope {} report: {}</title><style>{}</style></head><body><main>", kind,
-                     esc(question), kStyle);
+  out += fmt::format("<title>ddpscope {} report: {}</title><style>{}</style></head><body><main>", kind, esc(question),
+                     kStyle);
   out += fmt::format("<header><p class=\"kicker\">ddpscope {} report · {} · version {}</p><h1>{}</h1>", kind,
                      esc(value_text(member(doc, "schema"))), esc(value_text(member(doc, "version"))), esc(question));
   if (text_of(member(doc, "config"), "preset") == "seed") {
-    out += "<blockquote>The seed's question: “3-GPU DDP trains slower than 1 GPU. Is there a key problem in this "
-           "test that makes one GPU beat three, and what fix would make three faster than one?”</blockquote>";
+    out +=
+        "<blockquote>The seed's question: “3-GPU DDP trains slower than 1 GPU. Is there a key problem in this "
+        "test that makes one GPU beat three, and what fix would make three faster than one?”</blockquote>";
   }
   out += verdict_html(doc, runs) + "</header>";
   int number = 0;

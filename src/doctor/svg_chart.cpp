@@ -39,12 +39,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -117,12 +128,14 @@ std::string svg_y_axis(const Scale& y, const PlotBox& box, std::string_view titl
     const std::string py = svg_coord(y(v));
     out += fmt::format("<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>", svg_coord(box.left),
                        svg_coord(box.right), py, py);
-    out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}{}</text>",
-                       svg_coord(box.left - 8), svg_coord(y(v) + 4), tick_label(v, step, y.log2()), html_escape(suffix));
+    out +=
+        fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}{}</text>", svg_coord(box.left - 8),
+                    svg_coord(y(v) + 4), tick_label(v, step, y.log2()), html_escape(suffix));
   }
   const double mid = (box.top + box.bottom) / 2;
   out += fmt::format(
-      "<text class=\"axis-title\" x=\"{0}\" y=\"{1}\" text-anchor=\"middle\" transform=\"rotate(-90 {0} {1})\">{2}</text>",
+      "<text class=\"axis-title\" x=\"{0}\" y=\"{1}\" text-anchor=\"middle\" transform=\"rotate(-90 {0} "
+      "{1})\">{2}</text>",
       svg_coord(box.left - 48), svg_coord(mid), html_escape(title));
   return out + "</g>";
 }

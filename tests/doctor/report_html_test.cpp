@@ -1,0 +1,201 @@
+#include "doctor/report_html.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace ddp {
+namespace {
+
+// Fixtures sit beside this file: DDPSCOPE_TEST_DATA points at another module's folder.
+nlohmann::json load_fixture(const std::string& name) {
+  const std::filesystem::path path = std::filesystem::path(__FILE__).parent_path() / "fixtures" / name;
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "missing fixture " << path;
+  return nlohmann::json::parse(in);
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+// The markup of the element that carries `id`, up to the first `closing` tag after it.
+std::string element_with_id(const std::string& html, const std::string& id, const std::string& closing) {
+  const std::size_t start = html.find("id=\"" + id + "\"");
+  if (start == std::string::npos) return "";
+  const std::size_t end = html.find(closing, start);
+  return html.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+TEST(ReportHtml, IsOneCompleteDocumentWithOneInlineScript) {
+  const std::string html = render_report_html(load_fixture("seed_doctor.json"));
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(count(html, "<html"), 1u);
+  EXPECT_EQ(count(html, "</html>"), 1u);
+  EXPECT_EQ(count(html, "<style>"), 1u);
+  EXPECT_EQ(count(html, "<script"), 1u);
+  EXPECT_EQ(count(html, "<script>"), 1u) << "the only script is inline, without src";
+  EXPECT_NE(html.find("@media print"), std::string::npos);
+}
+
+TEST(ReportHtml, ReferencesNothingOnTheNetwork) {
+  const std::string html = render_report_html(load_fixture("seed_doctor.json"));
+  const std::regex remote(R"re((src|href|xlink:href)\s*=\s*["']?\s*(https?:)?//)re", std::regex::icase);
+  EXPECT_FALSE(std::regex_search(html, remote));
+  const std::regex any_link(R"re(\shref\s*=\s*"([^"]*)")re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), any_link); it != std::sregex_iterator(); ++it) {
+    EXPECT_EQ((*it)[1].str().rfind('#', 0), 0u) << "links stay inside the page: " << (*it)[1];
+  }
+  EXPECT_EQ(count(html, "<link"), 0u);
+  EXPECT_EQ(count(html, "@import"), 0u);
+  EXPECT_EQ(count(html, "url(http"), 0u);
+  EXPECT_NE(html.find("default-src 'none'"), std::string::npos) << "the page forbids fetches itself";
+}
+
+TEST(ReportHtml, HasEverySection) {
+  const std::string html = render_report_html(load_fixture("seed_doctor.json"));
+  for (const char* id :
+       {"speedup-chart", "phase-chart", "utilization-chart", "ablations", "findings", "predictions", "reproduce"}) {
+    EXPECT_EQ(count(html, std::string("id=\"") + id + "\""), 1u) << id;
+  }
+  EXPECT_NE(html.find("Why are 2 devices only 1.40× faster than one?"), std::string::npos);
+  EXPECT_NE(html.find("The seed preset asks for 3 devices"), std::string::npos) << "notes are shown";
+  EXPECT_NE(html.find("The configuration asks for 3 devices; the largest run used 2."), std::string::npos);
+}
+
+TEST(ReportHtml, DrawsOneUtilizationSeriesPerDeviceOfTheLargestRun) {
+  const std::string html = render_report_html(load_fixture("seed_doctor.json"));
+  const std::string chart = element_with_id(html, "utilization-chart", "</figure>");
+  ASSERT_FALSE(chart.empty());
+  EXPECT_EQ(count(chart, "class=\"series\""), 2u);
+  EXPECT_EQ(count(chart, "data-device=\"0\""), 1u);
+  EXPECT_EQ(count(chart, "data-device=\"1\""), 1u);
+  EXPECT_NE(chart.find("devices=2"), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"compare-series\""), 1u) << "the 1-device run is shown beside it";
+}
+
+TEST(ReportHtml, SpeedupChartHasMeasuredPredictedAndIdeal) {
+  const std::string html = render_report_html(load_fixture("seed_doctor.json"));
+  const std::string chart = element_with_id(html, "speedup-chart", "</figure>");
+  EXPECT_EQ(count(chart, "<svg"), 1u);
+  EXPECT_EQ(count(chart, "class=\"measured\""), 2u);
+  EXPECT_EQ(count(chart, "class=\"ideal\""), 1u);
+  EXPECT_EQ(count(chart, "data-interconnect=\"measured\""), 1u);
+  EXPECT_EQ(count(chart, "data-interconnect=\"nvlink\""), 1u);
+  EXPECT_NE(chart.find("devices (log scale)"), std::string::npos) << "64 devices ask for a log axis";
+  EXPECT_NE(chart.find(">64</text>"), std::string::npos) << "the largest prediction has its tick";
+}
+
+TEST(ReportHtml, StacksOneBarPerRunWithPhaseTitles) {
+  const std::string html = render_report_html(load_fixture("seed_doctor.json"));
+  const std::string chart = element_with_id(html, "phase-chart", "</figure>");
+  EXPECT_EQ(count(chart, "class=\"bar\""), 2u);
+  EXPECT_EQ(count(chart, "data-phase=\"comm_wait\""), 1u) << "only the 2-device run waits on communication";
+  EXPECT_NE(chart.find("<title>devices=2 · comm_wait: 1.940 s"), std::string::npos);
+  for (const char* phase : {"startup", "data", "forward", "backward", "comm_wait", "optimizer", "validation", "logging",
+                            "monitor", "other"}) {
+    EXPECT_NE(chart.find(std::string("</span>") + phase + "</li>"), std::string::npos) << "legend: " << phase;
+  }
+}
+
+TEST(ReportHtml, ListsEveryFindingAndAblation) {
+  const std::string html = render_report_html(load_fixture("seed_doctor.json"));
+  const std::string list = element_with_id(html, "findings", "</ol>");
+  EXPECT_EQ(count(list, "<li class=\"finding\""), 3u);
+  EXPECT_NE(list.find("The utilization probe in every step costs 1.9 ms per step"), std::string::npos);
+  EXPECT_NE(list.find("<code>monitor-per-step@2</code>"), std::string::npos);
+  const std::string ablations = element_with_id(html, "ablations", "</table>");
+  EXPECT_EQ(count(ablations, "<tr>"), 1u + 5u);
+  EXPECT_NE(ablations.find("+1.890 ms"), std::string::npos);
+}
+
+TEST(ReportHtml, PredictionTableShowsErrorsAndMarksLargeOnes) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  doc["predictions"][0]["error"] = 0.31;
+  const std::string html = render_report_html(doc);
+  const std::string table = element_with_id(html, "predictions", "</table>");
+  EXPECT_EQ(count(table, "<tr>"), 1u + doc["predictions"].size());
+  EXPECT_NE(table.find("class=\"num off\">+31.0 %"), std::string::npos);
+}
+
+TEST(ReportHtml, PredictionTableShowsLayersOnlyWhenPredicted) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  EXPECT_EQ(render_report_html(doc).find(">layers</th>"), std::string::npos);
+  doc["predictions"][0]["hidden_layers"] = 8;
+  const std::string table = element_with_id(render_report_html(doc), "predictions", "</table>");
+  EXPECT_NE(table.find(">layers</th>"), std::string::npos);
+  EXPECT_NE(table.find("<td class=\"num\">8</td>"), std::string::npos);
+}
+
+TEST(ReportHtml, EscapesEveryStringFromTheJson) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  doc["config"]["default_root_dir"] = "/tmp/<script>alert(1)</script>";
+  doc["notes"].push_back("a & b \"quoted\" 'single'");
+  doc["runs"][1]["label"] = "<b>two</b>";
+  doc["findings"][0]["title"] = "<img src=x onerror=alert(1)>";
+  doc["commands"].push_back("ddpscope doctor --name '<x>'");
+  const std::string html = render_report_html(doc);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_NE(html.find("/tmp/&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("a &amp; b &quot;quoted&quot; &#39;single&#39;"), std::string::npos);
+  EXPECT_EQ(html.find("<b>two</b>"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("--name &#39;&lt;x&gt;&#39;"), std::string::npos);
+  EXPECT_EQ(count(html, "<script"), 1u);
+}
+
+TEST(ReportHtml, RendersCompareJsonWithoutAblationsOrFindings) {
+  const std::string html = render_report_html(load_fixture("minimal_compare.json"));
+  EXPECT_NE(html.find("ddpscope compare report"), std::string::npos);
+  for (const char* id : {"speedup-chart", "phase-chart", "utilization-chart", "predictions", "reproduce"}) {
+    EXPECT_EQ(count(html, std::string("id=\"") + id + "\""), 1u) << id;
+  }
+  EXPECT_EQ(count(html, "id=\"findings\""), 0u);
+  EXPECT_EQ(count(html, "id=\"ablations\""), 0u);
+  EXPECT_NE(html.find("<span class=\"num\">6.</span>Reproduce"), std::string::npos) << "sections renumber";
+  EXPECT_NE(html.find("No run here carries utilization samples"), std::string::npos);
+  EXPECT_NE(html.find("ddpscope compare --devices 1 --max-epochs 10"), std::string::npos);
+}
+
+TEST(ReportHtml, EmptyFindingsKeepTheListAndSaySo) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  doc["findings"] = nlohmann::json::array();
+  const std::string html = render_report_html(doc);
+  EXPECT_NE(html.find("<ol id=\"findings\"></ol>"), std::string::npos);
+  EXPECT_NE(html.find("No rule fired"), std::string::npos);
+}
+
+TEST(ReportHtml, ShowsAFailedAblationWithItsError) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  doc["ablations"].push_back({{"name", "no-overlap"}, {"devices", 2}, {"error", "rank 1 exited with code 4"}});
+  const std::string html = render_report_html(doc);
+  EXPECT_NE(html.find("failed: rank 1 exited with code 4"), std::string::npos);
+}
+
+TEST(ReportHtml, SurvivesMissingAndMistypedFields) {
+  EXPECT_NE(render_report_html(nlohmann::json::object()).find("</html>"), std::string::npos);
+  EXPECT_NE(render_report_html(nlohmann::json::array()).find("</html>"), std::string::npos);
+  const nlohmann::json odd = nlohmann::json::parse(R"({
+    "schema": 7, "config": [], "notes": "not a list", "runs": [5, {"summary": "x"}, {"devices": "two",
+    "summary": {"wall_seconds": "slow", "phases": {"forward": -1, "data": null}}, "utilization": [{"points": [[1], "a",
+    [0, 50]]}]}], "speedup": {"2": "fast"}, "predictions": [null, {"devices": 0, "predicted_wall_seconds": 0}],
+    "ablations": [{}], "findings": [null, {"evidence": [1, null]}], "model": {"alpha_seconds": "n/a"}
+  })");
+  const std::string html = render_report_html(odd);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  EXPECT_EQ(count(html, "<li class=\"finding\""), 2u);
+}
+
+TEST(ReportHtml, OrderedJsonKeepsTheConfigurationOrder) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(R"({"config": {"zeta": 1, "alpha": 2}, "runs": []})");
+  const std::string html = render_report_html(doc);
+  EXPECT_LT(html.find(">zeta<"), html.find(">alpha<"));
+}
+
+}  // namespace
+}  // namespace ddp

@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   protobuf-compiler
+  python3-numpy
+  chromium
 )
 
 missing=()

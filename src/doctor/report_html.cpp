@@ -705,7 +705,8 @@ std::string model_table(const Json& model) {
   if (!model.is_object() || model.empty()) return "";
   std::string cells;
   for (const auto& [key, value] : model.items()) {
-    const auto known = std::find_if(kKnown.begin(), kKnown.end(), [&](const Known& k) { return key == k.key; });
+    const std::string& name = key;  // clang before 16 cannot capture a structured binding
+    const auto known = std::find_if(kKnown.begin(), kKnown.end(), [&](const Known& k) { return name == k.key; });
     std::string shown = value_text(value);
     if (value.is_number()) shown = format_number(value.get<double>() * (known == kKnown.end() ? 1 : known->scale));
     if (known != kKnown.end() && value.is_number()) shown += std::string(" ") + known->unit;

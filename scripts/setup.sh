@@ -11,7 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   protobuf-compiler
   python3-numpy
-  chromium
+  chromium fonts-liberation
 )
 
 missing=()

@@ -126,7 +126,7 @@ TEST(DeviceMonitorTest, UtilizationRisesUnderABusyLoop) {
   // A spinning thread leaves its core no idle time, whoever else runs there.
   EXPECT_GT(spin_core, 80.0);
   // Our own share rises clearly even when other work shares the core.
-  EXPECT_GT(spin_process, sleep_process + 25.0);
+  EXPECT_GT(spin_process, sleep_process + 10.0);
   // The core's share can only show the direction when others left it mostly idle.
   if (sleep_core < 50.0) EXPECT_GT(spin_core, sleep_core + 25.0);
 }

@@ -45,10 +45,12 @@ std::vector<LayerTensor> layer_tensors(const Mlp& model) {
   std::vector<LayerTensor> out;
   for (std::size_t l = 0; l < model.layers().size(); ++l) {
     const LinearLayout& layer = model.layers()[l];
-    out.push_back({fmt::format("layers.{}.weight", l), {layer.out, layer.in}, layer.weight_offset,
+    out.push_back({fmt::format("layers.{}.weight", l),
+                   {layer.out, layer.in},
+                   layer.weight_offset,
                    static_cast<std::size_t>(layer.out * layer.in)});
-    out.push_back({fmt::format("layers.{}.bias", l), {layer.out}, layer.bias_offset,
-                   static_cast<std::size_t>(layer.out)});
+    out.push_back(
+        {fmt::format("layers.{}.bias", l), {layer.out}, layer.bias_offset, static_cast<std::size_t>(layer.out)});
   }
   return out;
 }
@@ -103,8 +105,8 @@ std::vector<const Tensor*> match(const SafetensorsFile& file, const std::vector<
       continue;
     }
     if (tensor->shape != slot.shape) {
-      problems.push_back(fmt::format("tensor '{}' has shape {}, {} expects {}", slot.name,
-                                     shape_text(tensor->shape), slot.owner, shape_text(slot.shape)));
+      problems.push_back(fmt::format("tensor '{}' has shape {}, {} expects {}", slot.name, shape_text(tensor->shape),
+                                     slot.owner, shape_text(slot.shape)));
       continue;
     }
     found.back() = tensor;
@@ -162,8 +164,8 @@ bool mentions(const std::vector<std::string>& problems, std::string_view text) {
 }
 
 template <class T>
-T position_field(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata,
-                 const char* key, T minimum) {
+T position_field(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata, const char* key,
+                 T minimum) {
   const auto it = metadata.find(key);
   if (it == metadata.end()) invalid_checkpoint(file, fmt::format("its metadata has no \"{}\"", key));
   const std::string& text = it->second;
@@ -188,8 +190,7 @@ void save_checkpoint(const std::filesystem::path& file, const Mlp& model, Optimi
   const std::vector<int64_t> step{optimizer.steps()};
 
   std::vector<TensorView> views;
-  for (const LayerTensor& t : layers)
-    views.emplace_back(t.name, t.shape, model.params().subspan(t.offset, t.count));
+  for (const LayerTensor& t : layers) views.emplace_back(t.name, t.shape, model.params().subspan(t.offset, t.count));
   for (const auto& [state_name, buffer] : state) {
     DDP_CHECK(buffer.size() == model.num_params(), "optimizer state differs from the parameters' layout");
     for (const LayerTensor& t : layers) {
@@ -228,11 +229,11 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& file) {
                                          kCheckpointFormat));
   }
   if (format->second != kCheckpointFormat) {
-    invalid_checkpoint(file, fmt::format("its format is \"{}\", expected \"{}\"{}", brief(format->second),
-                                         kCheckpointFormat,
-                                         format->second == "pt" ? " (a file of parameters alone, such as "
-                                                                  "final.safetensors, can start a run with --init-from)"
-                                                                : ""));
+    invalid_checkpoint(file,
+                       fmt::format("its format is \"{}\", expected \"{}\"{}", brief(format->second), kCheckpointFormat,
+                                   format->second == "pt" ? " (a file of parameters alone, such as "
+                                                            "final.safetensors, can start a run with --init-from)"
+                                                          : ""));
   }
   if (metadata.find("optimizer") == metadata.end()) invalid_checkpoint(file, "its metadata has no \"optimizer\"");
 
@@ -252,10 +253,11 @@ void restore_checkpoint(const LoadedCheckpoint& checkpoint, Mlp& model, Optimize
   const auto written = checkpoint.metadata.find("optimizer");
   const std::string got = written == checkpoint.metadata.end() ? "(none)" : brief(written->second);
   if (got != wanted) {
-    throw UsageError(fmt::format("checkpoint {} was written with --optimizer {}, but this run is configured with "
-                                 "--optimizer {}: resume with --optimizer {}, or start from its parameters alone "
-                                 "with --init-from {}",
-                                 path, got, wanted, got, path));
+    throw UsageError(
+        fmt::format("checkpoint {} was written with --optimizer {}, but this run is configured with "
+                    "--optimizer {}: resume with --optimizer {}, or start from its parameters alone "
+                    "with --init-from {}",
+                    path, got, wanted, got, path));
   }
 
   const std::string owner = fmt::format("the {} optimizer", wanted);
@@ -283,8 +285,7 @@ void restore_checkpoint(const LoadedCheckpoint& checkpoint, Mlp& model, Optimize
 
   if (!problems.empty()) {
     std::string hint;
-    if (mentions(problems, "'layers."))
-      hint += fmt::format(" (this run's model: {})", model_text(model.shape()));
+    if (mentions(problems, "'layers.")) hint += fmt::format(" (this run's model: {})", model_text(model.shape()));
     if (mentions(problems, "'optimizer.momentum_buffer."))
       hint += " (SGD keeps a momentum buffer only when --momentum is not 0: the checkpoint and this run disagree)";
     throw UsageError(fmt::format("checkpoint {} does not fit this run: {}{}", path, joined(problems), hint));
@@ -303,13 +304,14 @@ void load_parameters(const std::filesystem::path& file, Mlp& model) {
   if (!problems.empty()) {
     std::string hint = fmt::format(" (the model: {}", model_text(model.shape()));
     if (problems.size() > mismatches) {
-      hint += fmt::format("; ddpscope names Linear layer l's parameters layers.<l>.weight [out, in] and "
-                          "layers.<l>.bias [out], l = 0..{}, counting Linear layers only",
-                          model.layers().size() - 1);
+      hint += fmt::format(
+          "; ddpscope names Linear layer l's parameters layers.<l>.weight [out, in] and "
+          "layers.<l>.bias [out], l = 0..{}, counting Linear layers only",
+          model.layers().size() - 1);
     }
     hint += ")";
-    throw UsageError(fmt::format("--init-from {}: the file does not fit the model: {}{}", file.string(),
-                                 joined(problems), hint));
+    throw UsageError(
+        fmt::format("--init-from {}: the file does not fit the model: {}{}", file.string(), joined(problems), hint));
   }
   copy_in(slots, found);
 }
@@ -318,8 +320,8 @@ void save_parameters(const std::filesystem::path& file, const Mlp& model, const 
   std::vector<TensorView> views;
   for (const LayerTensor& t : layer_tensors(model))
     views.emplace_back(t.name, t.shape, model.params().subspan(t.offset, t.count));
-  write_safetensors(file, views,
-                    {{"format", "pt"}, {"ddpscope_version", DDPSCOPE_VERSION}, {"config", config_json(config_options)}});
+  write_safetensors(
+      file, views, {{"format", "pt"}, {"ddpscope_version", DDPSCOPE_VERSION}, {"config", config_json(config_options)}});
 }
 
 }  // namespace ddp

@@ -213,11 +213,14 @@ void Trainer::start_monitor() {
   if (options_.monitor_interval_ms == 0) return;
   MonitorOptions monitor_options;
   monitor_options.interval_ms = options_.monitor_interval_ms;
+  monitor_options.gpu = options_.accelerator == "cuda";
   if (options_.monitor_mode == "per-step") {
+    // The seed's habit in full: NVML is loaded, initialised and shut down in every step,
+    // whether or not a GPU is there (without a driver the failed load is paid each time).
+    monitor_options.gpu = true;
     probe_ = std::make_unique<PerStepProbe>(monitor_options);
   } else {
     monitor_ = std::make_unique<DeviceMonitor>(monitor_options);
-    monitor_started_ = std::chrono::steady_clock::now();
     monitor_->start();
   }
 }
@@ -237,7 +240,7 @@ Metrics Trainer::device_utilization() {
 std::vector<UtilizationPoint> Trainer::utilization_points() const {
   std::vector<UtilizationPoint> points;
   if (!monitor_) return points;
-  const int64_t started = steady_ns(monitor_started_);
+  const int64_t started = steady_ns(monitor_->started_at());
   for (const DeviceSample& s : monitor_->samples()) {
     if (s.utilization() >= 0) points.push_back({started + static_cast<int64_t>(s.seconds * 1e9), s.utilization()});
   }

@@ -72,7 +72,6 @@ class Trainer {
   std::unique_ptr<DeviceMonitor> monitor_;  // --monitor-mode background
   std::unique_ptr<PerStepProbe> probe_;     // --monitor-mode per-step (the seed's habit)
   double probed_utilization_ = -1;
-  std::chrono::steady_clock::time_point monitor_started_{};
   int64_t clock_offset_ns_ = 0;
   std::filesystem::path log_dir_;
   std::vector<std::unique_ptr<Logger>> loggers_;

@@ -80,21 +80,24 @@ PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, con
                           double sync_s) {
   PhaseTimes p{};
   const double epochs = static_cast<double>(c.epochs);
-  const double compute = compute_seconds_per_epoch(m, n);
+  const double shared = 1.0 + m.compute_contention * (c.devices - 1);
+  const double compute = compute_seconds_per_epoch(m, n) * shared;
   const double forward_share = n.forward_flops_per_sample / n.training_flops_per_sample;
   at(p, Phase::kStartup) = m.startup_seconds + (c.devices > 1 ? m.launch_seconds : 0.0);
   at(p, Phase::kForward) = epochs * compute * forward_share;
   at(p, Phase::kBackward) = epochs * compute * (1.0 - forward_share);
-  at(p, Phase::kData) = epochs * (n.micro_batches_per_epoch * m.data_seconds_per_micro_batch +
-                                  n.train_samples_per_epoch * m.data_seconds_per_sample);
+  at(p, Phase::kData) = shared * epochs * (n.micro_batches_per_epoch * m.data_seconds_per_micro_batch +
+                                           n.train_samples_per_epoch * m.data_seconds_per_sample);
   at(p, Phase::kCommWait) = c.devices > 1 ? epochs * (n.syncs_per_epoch * sync_s + m.jitter_fraction * compute) : 0.0;
-  at(p, Phase::kOptimizer) = n.optimizer_steps * (m.optimizer_seconds_per_step +
+  at(p, Phase::kOptimizer) = shared * n.optimizer_steps * (m.optimizer_seconds_per_step +
                                                   static_cast<double>(n.parameters) * m.optimizer_seconds_per_parameter);
   at(p, Phase::kValidation) =
-      n.validations * (n.val_batches_rank0 * m.val_fixed_seconds_per_batch +
+      shared * n.validations * (n.val_batches_rank0 * m.val_fixed_seconds_per_batch +
                        per_rate(static_cast<double>(n.val_samples_rank0) * n.forward_flops_per_sample, m.val_flops_per_second));
   at(p, Phase::kLogging) = epochs * m.fixed_seconds_per_epoch + n.logging_events * m.logging_seconds_per_event;
-  at(p, Phase::kMonitor) = c.monitor_per_step ? epochs * n.micro_batches_per_epoch * m.monitor_seconds_per_micro_batch : 0.0;
+  at(p, Phase::kMonitor) = c.monitor_per_step ? (1.0 + m.monitor_contention * (c.devices - 1)) * epochs *
+                                                    n.micro_batches_per_epoch * m.monitor_seconds_per_micro_batch
+                                              : 0.0;
   at(p, Phase::kOther) = 0.0;
   return p;
 }
@@ -191,6 +194,8 @@ constexpr JsonField kModelFields[] = {
     {"optimizer_seconds_per_parameter", &ModelParameters::optimizer_seconds_per_parameter},
     {"logging_seconds_per_event", &ModelParameters::logging_seconds_per_event},
     {"monitor_seconds_per_micro_batch", &ModelParameters::monitor_seconds_per_micro_batch},
+    {"compute_contention", &ModelParameters::compute_contention},
+    {"monitor_contention", &ModelParameters::monitor_contention},
     {"jitter_fraction", &ModelParameters::jitter_fraction},
 };
 
@@ -257,8 +262,12 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
   ModelParameters m;
   m.alpha_seconds = allreduce.alpha_seconds;
   m.beta_bytes_per_second = allreduce.beta_bytes_per_second;
+  // Per-rank prices come from the 1-device runs when there are any: the multi-device runs
+  // then tell how much ranks sharing the machine slow each other down.
+  const bool have_single = std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return r.config.devices == 1; });
   std::vector<Row> compute, data, optimizer, validation, logging, monitor;
   for (const MeasuredRun& r : runs) {
+    if (have_single && r.config.devices > 1) continue;
     const WorkloadCounts& n = r.counts;
     const double e = static_cast<double>(r.config.epochs);
     const double w = r.wall_seconds > 0 ? 1.0 / r.wall_seconds : 1.0;
@@ -299,6 +308,30 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
   m.fixed_seconds_per_epoch = l0;
   m.logging_seconds_per_event = l1;
   m.monitor_seconds_per_micro_batch = fit_one_nonnegative(monitor);
+
+  // Contention: the multi-device runs' per-rank work over what the 1-device prices give.
+  if (have_single) {
+    std::vector<Row> shared, probe;
+    for (const MeasuredRun& r : runs) {
+      if (r.config.devices < 2) continue;
+      ModelParameters alone = m;
+      alone.jitter_fraction = 0;
+      const PhaseTimes base = predict_phases(alone, r.config, r.counts, 0.0);
+      double modelled = 0, measured = 0;
+      for (const Phase phase : {Phase::kForward, Phase::kBackward, Phase::kData, Phase::kOptimizer, Phase::kValidation}) {
+        modelled += at(base, phase);
+        measured += at(r.phases, phase);
+      }
+      const double extra = static_cast<double>(r.config.devices - 1);
+      const double w = r.wall_seconds > 0 ? 1.0 / r.wall_seconds : 1.0;
+      shared.push_back({extra * modelled, 0, measured - modelled, w});
+      if (r.config.monitor_per_step) {
+        probe.push_back({extra * at(base, Phase::kMonitor), 0, at(r.phases, Phase::kMonitor) - at(base, Phase::kMonitor), w});
+      }
+    }
+    m.compute_contention = fit_one_nonnegative(shared);
+    m.monitor_contention = fit_one_nonnegative(probe);
+  }
 
   // Start-up: the mean of the 1-device runs, and what more ranks add to it.
   double s1 = 0, s1_weight = 0, sn = 0, sn_weight = 0;

@@ -18,6 +18,8 @@
 //   validation = V * (VB * a_val + VS * Ff / R_val)   (rank zero's VB batches, VS samples)
 //   logging    = E * l0 + events * l1
 //   monitor    = E * M * m              (only with the per-step probe)
+//   with W > 1, forward, backward, data, optimizer and validation are multiplied by
+//   (1 + compute_contention * (W - 1)) and monitor by (1 + monitor_contention * (W - 1))
 //   other      = 0
 //   wall       = the sum of the phases.
 //
@@ -81,6 +83,12 @@ struct ModelParameters {
   double logging_seconds_per_event = 0;        // l1, per log_every_n_steps event
   double monitor_seconds_per_micro_batch = 0;  // m, per-step probe
   double jitter_fraction = 0;                  // of the compute between synchronisations
+  // Ranks on one machine slow each other down (shared caches and memory bandwidth; for the
+  // per-step probe, the loader's and the file system's locks): per-rank work takes
+  // (1 + contention * (W - 1)) times its 1-device time. Fitted from the multi-device runs
+  // against the prices fitted on the 1-device runs; 0 without both kinds of runs.
+  double compute_contention = 0;  // forward, backward, validation, data, optimizer
+  double monitor_contention = 0;  // the per-step probe
 };
 
 using PhaseTimes = std::array<double, kPhaseCount>;  // indexed by Phase, names kPhaseNames

@@ -29,6 +29,8 @@ ModelParameters known_parameters() {
   m.logging_seconds_per_event = 80e-6;
   m.monitor_seconds_per_micro_batch = 1.9e-3;
   m.jitter_fraction = 0.03;
+  m.compute_contention = 0.07;  // ranks sharing the machine: 7 % slower per extra rank
+  m.monitor_contention = 0.9;
   return m;
 }
 
@@ -271,7 +273,7 @@ TEST(ScalingModel, FitRejectsRunsItCannotCount) {
 TEST(ScalingModel, JsonRoundTripAndErrors) {
   const ModelParameters known = known_parameters();
   const nlohmann::json j = to_json(known);
-  EXPECT_EQ(j.size(), 16u);
+  EXPECT_EQ(j.size(), 18u);
   for (const char* name : {"alpha_seconds", "beta_bytes_per_second", "flops_per_second", "fixed_seconds_per_step",
                            "fixed_seconds_per_epoch", "startup_seconds", "launch_seconds", "val_flops_per_second",
                            "val_fixed_seconds_per_batch", "data_seconds_per_micro_batch", "data_seconds_per_sample",

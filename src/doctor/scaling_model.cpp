@@ -80,7 +80,11 @@ PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, con
                           double sync_s) {
   PhaseTimes p{};
   const double epochs = static_cast<double>(c.epochs);
-  const double shared = 1.0 + m.compute_contention * (c.devices - 1);
+  // Contention is between ranks that share this machine's cores and memory; devices behind
+  // another interconnect (GPUs, other nodes) do not slow each other's compute.
+  const bool same_machine = c.interconnect == "measured" || c.interconnect == "shared-memory";
+  const int sharing = same_machine ? c.devices - 1 : 0;
+  const double shared = 1.0 + m.compute_contention * sharing;
   const double compute = compute_seconds_per_epoch(m, n) * shared;
   const double forward_share = n.forward_flops_per_sample / n.training_flops_per_sample;
   at(p, Phase::kStartup) = m.startup_seconds + (c.devices > 1 ? m.launch_seconds : 0.0);
@@ -95,7 +99,7 @@ PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, con
       shared * n.validations * (n.val_batches_rank0 * m.val_fixed_seconds_per_batch +
                        per_rate(static_cast<double>(n.val_samples_rank0) * n.forward_flops_per_sample, m.val_flops_per_second));
   at(p, Phase::kLogging) = epochs * m.fixed_seconds_per_epoch + n.logging_events * m.logging_seconds_per_event;
-  at(p, Phase::kMonitor) = c.monitor_per_step ? (1.0 + m.monitor_contention * (c.devices - 1)) * epochs *
+  at(p, Phase::kMonitor) = c.monitor_per_step ? (1.0 + m.monitor_contention * sharing) * epochs *
                                                     n.micro_batches_per_epoch * m.monitor_seconds_per_micro_batch
                                               : 0.0;
   at(p, Phase::kOther) = 0.0;

@@ -18,8 +18,10 @@
 //   validation = V * (VB * a_val + VS * Ff / R_val)   (rank zero's VB batches, VS samples)
 //   logging    = E * l0 + events * l1
 //   monitor    = E * M * m              (only with the per-step probe)
-//   with W > 1, forward, backward, data, optimizer and validation are multiplied by
-//   (1 + compute_contention * (W - 1)) and monitor by (1 + monitor_contention * (W - 1))
+//   with W > 1 ranks on this machine (interconnect "measured" or "shared-memory"), forward,
+//   backward, data, optimizer and validation are multiplied by (1 + compute_contention *
+//   (W - 1)) and monitor by (1 + monitor_contention * (W - 1)); devices behind another
+//   interconnect each have their own cores and memory
 //   other      = 0
 //   wall       = the sum of the phases.
 //

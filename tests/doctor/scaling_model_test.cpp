@@ -188,15 +188,21 @@ TEST(ScalingModel, PhasesSumToTheWallAndOneDeviceDoesNotCommunicate) {
   EXPECT_DOUBLE_EQ(one.speedup, 1.0);
 }
 
-TEST(ScalingModel, OtherInterconnectsChangeOnlyCommunication) {
+TEST(ScalingModel, OtherInterconnectsChangeCommunicationAndDropContention) {
   const ModelParameters m = known_parameters();
   WorkloadConfig c;
   c.devices = 8;
-  const Prediction measured = predict(m, c);
+  c.interconnect = "nvlink";
+  const Prediction fast = predict(m, c);
   c.interconnect = "10gbe";
   const Prediction slow = predict(m, c);
-  EXPECT_GT(slow.phases[static_cast<std::size_t>(Phase::kCommWait)], measured.phases[static_cast<std::size_t>(Phase::kCommWait)]);
-  EXPECT_DOUBLE_EQ(slow.phases[static_cast<std::size_t>(Phase::kForward)], measured.phases[static_cast<std::size_t>(Phase::kForward)]);
+  EXPECT_GT(slow.phases[static_cast<std::size_t>(Phase::kCommWait)], fast.phases[static_cast<std::size_t>(Phase::kCommWait)]);
+  EXPECT_DOUBLE_EQ(slow.phases[static_cast<std::size_t>(Phase::kForward)], fast.phases[static_cast<std::size_t>(Phase::kForward)]);
+  // Ranks on this machine share it: their compute is slower by the contention.
+  c.interconnect = "measured";
+  const Prediction measured = predict(m, c);
+  EXPECT_DOUBLE_EQ(measured.phases[static_cast<std::size_t>(Phase::kForward)],
+                   slow.phases[static_cast<std::size_t>(Phase::kForward)] * (1 + 7 * m.compute_contention));
   EXPECT_DOUBLE_EQ(slow.alpha_seconds, find_interconnect("10gbe").alpha_seconds);
   EXPECT_DOUBLE_EQ(slow.one_device_wall_seconds, measured.one_device_wall_seconds);
   c.interconnect = "carrier-pigeon";

@@ -193,7 +193,7 @@ namespace {
 
 const std::string kMpirun = std::string(DDPSCOPE_MPIRUN) + " --allow-run-as-root --oversubscribe --bind-to none";
 const std::string kDdpRun = " --strategy ddp --data teacher --dataset-size 120 --batch-size 8 --hidden-size 8"
-                            " --max-epochs 3 --log-every-n-steps 2 --progress-bar off";
+                            " --max-epochs 3 --log-every-n-steps 2 --progress-bar off --monitor-interval-ms 0";
 
 TEST(CliDdp, SelfRelaunchAndExplicitMpirunGiveTheSameResult) {
   const auto self_dir = fresh_dir("launch_self");

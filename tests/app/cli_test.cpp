@@ -1,6 +1,8 @@
 // The command line as a user meets it: exit codes and the messages of every bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -79,6 +81,39 @@ TEST(Cli, ProgressBarDrawsEpochsWhenOn) {
   EXPECT_NE(r.err.find("train_loss="), std::string::npos) << r.err;
   const auto off = train("", "progress_off");  // stderr is a file here: auto means off
   EXPECT_EQ(off.err.find("Epoch"), std::string::npos) << off.err;
+}
+
+TEST(Cli, DeviceUtilizationIsLoggedAsTheSeedsMetric) {
+  const auto dir = fresh_dir("utilization");
+  const auto r = run_command(kBinary + " train --dataset-size 2048 --batch-size 16 --hidden-size 64 --max-epochs 20"
+                                       " --log-every-n-steps 20 --monitor-interval-ms 10 --progress-bar off",
+                             dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream csv(read_text(dir / "ddpscope_logs/version_0/metrics.csv"));
+  std::string header, row;
+  std::getline(csv, header);
+  const std::vector<std::string> columns = [&] {
+    std::vector<std::string> out;
+    std::stringstream s(header);
+    for (std::string c; std::getline(s, c, ',');) out.push_back(c);
+    return out;
+  }();
+  const auto column = std::find(columns.begin(), columns.end(), "device_0_utilization");
+  ASSERT_NE(column, columns.end()) << header;
+  int values = 0;
+  while (std::getline(csv, row)) {
+    std::stringstream s(row);
+    std::string cell;
+    for (std::ptrdiff_t i = 0; i <= column - columns.begin(); ++i) std::getline(s, cell, ',');
+    if (cell.empty()) continue;
+    const double percent = std::stod(cell);
+    EXPECT_GE(percent, 0);
+    EXPECT_LE(percent, 100);
+    ++values;
+  }
+  EXPECT_GT(values, 10);
+  const auto summary = nlohmann::json::parse(read_text(dir / "ddpscope_logs/version_0/summary.json"));
+  EXPECT_GT(summary["utilization_per_rank"][0].size(), 5u);
 }
 
 TEST(Cli, YamlConfigIsReadAndTheCommandLineOverridesIt) {

@@ -53,6 +53,7 @@ Config small_config(const std::string& test) {
   c.data.batch_size = 16;  // 7 batches per epoch: 6 of 16 and one of 4
   c.trainer.max_epochs = 2;
   c.trainer.progress_bar = "off";
+  c.trainer.monitor_interval_ms = 0;  // metrics.csv without timing-dependent utilization columns
   c.trainer.default_root_dir = fresh_dir(test).string();
   return c;
 }

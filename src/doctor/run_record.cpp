@@ -66,12 +66,13 @@ RunRecord run_training(const std::string& executable, const Config& config, int 
   // Extrapolated from the steady per-epoch time: the first epoch (with the GEMM libraries'
   // first calls for each shape) and the time after the last one are counted once.
   const double measured = run.summary["wall_seconds"].get<double>();
-  const auto& ends = run.summary["epoch_end_seconds"];
-  run.extrapolated = epochs != run.epochs_full && ends.size() >= 2;
+  const int64_t completed = run.summary["epochs"].get<int64_t>();
+  run.extrapolated = epochs != run.epochs_full && completed >= 2;
   run.wall_seconds = measured;
   if (run.extrapolated) {
-    const double first = ends.front().get<double>(), last = ends.back().get<double>();
-    const double steady = (last - first) / static_cast<double>(ends.size() - 1);
+    const double first = run.summary["first_epoch_end_seconds"].get<double>();
+    const double last = run.summary["last_epoch_end_seconds"].get<double>();
+    const double steady = (last - first) / static_cast<double>(completed - 1);
     run.wall_seconds = first + steady * static_cast<double>(run.epochs_full - 1) + (measured - last);
   }
   return run;

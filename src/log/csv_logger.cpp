@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 #include "base/error.h"
 #include "log/file_io.h"
@@ -38,20 +39,30 @@ std::string CsvLogger::format_row(const Row& row) const {
 }
 
 void CsvLogger::flush() {
-  if (rows_written_ == rows_.size() && keys_written_ == keys_.size()) return;
-  if (keys_written_ != keys_.size() || rows_written_ == 0) {
-    // The header changed: rewrite the whole file atomically so it is never half-old.
-    std::string text = "epoch,step";
+  if (rows_.empty() && keys_written_ == keys_.size()) return;
+  std::string text;
+  if (keys_written_ != keys_.size() || !file_started_) {
+    // The header changed: the rows on disk get empty cells for the new keys (they did not
+    // log them), and the whole file is rewritten atomically so it is never half-old. Rows
+    // are not kept in memory once written, so a long run's memory stays flat.
+    text = "epoch,step";
     for (const std::string& key : keys_) text += "," + key;
     text += '\n';
+    if (file_started_) {
+      std::ifstream old(path_);
+      std::string line;
+      std::getline(old, line);  // the old header
+      const std::string padding(keys_.size() - keys_written_, ',');
+      while (std::getline(old, line)) text += line + padding + '\n';
+    }
     for (const Row& row : rows_) text += format_row(row);
     write_file_atomically(path_, text);
+    file_started_ = true;
   } else {
-    std::string text;
-    for (std::size_t i = rows_written_; i < rows_.size(); ++i) text += format_row(rows_[i]);
+    for (const Row& row : rows_) text += format_row(row);
     append_to_file(path_, text);
   }
-  rows_written_ = rows_.size();
+  rows_.clear();
   keys_written_ = keys_.size();
 }
 

@@ -27,9 +27,9 @@ class CsvLogger : public Logger {
 
   std::filesystem::path path_;
   std::vector<std::string> keys_;  // metric keys in order of first appearance
-  std::vector<Row> rows_;          // every row, to rewrite the file when a new key appears
-  std::size_t rows_written_ = 0;
-  std::size_t keys_written_ = 0;
+  std::vector<Row> rows_;          // rows not yet written
+  std::size_t keys_written_ = 0;   // keys in the file's header
+  bool file_started_ = false;
 };
 
 }  // namespace ddp

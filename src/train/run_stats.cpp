@@ -44,7 +44,8 @@ nlohmann::ordered_json summary_json(const RunStats& stats,
   j["strategy"] = stats.strategy;
   j["world_size"] = stats.world_size;
   j["epochs"] = stats.epochs;
-  j["epoch_end_seconds"] = stats.epoch_end_seconds;
+  j["first_epoch_end_seconds"] = stats.first_epoch_end_seconds;
+  j["last_epoch_end_seconds"] = stats.last_epoch_end_seconds;
   j["optimizer_steps"] = stats.optimizer_steps;
   j["train_samples"] = stats.train_samples;
   j["wall_seconds"] = stats.wall_seconds;

@@ -21,7 +21,10 @@ struct RunStats {
   std::string strategy = "single";
   int world_size = 1;
   int64_t epochs = 0;  // completed
-  std::vector<double> epoch_end_seconds;  // since the start, at the end of each completed epoch
+  // Since the start, at the end of the first and of the last completed epoch: what the
+  // doctor needs to extrapolate from steady epochs (a list would grow with the run).
+  double first_epoch_end_seconds = 0;
+  double last_epoch_end_seconds = 0;
   int64_t optimizer_steps = 0;
   int64_t train_samples = 0;  // over all ranks
   double wall_seconds = 0;

@@ -326,8 +326,8 @@ void Trainer::fit(LightningModule& module, LightningDataModule& data) {
       flush_loggers();
       if (!completed) break;
       if (epoch_ + 1 < options_.max_epochs || options_.max_epochs < 0) stop_if_signalled(module, loop, epoch_ + 1, 0);
-      stats_.epoch_end_seconds.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+      stats_.last_epoch_end_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      if (stats_.first_epoch_end_seconds == 0) stats_.first_epoch_end_seconds = stats_.last_epoch_end_seconds;
     }
   } catch (...) {
     progress_.finish();

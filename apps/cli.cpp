@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "dist/launcher.h"
+#include "dist/mpi_communicator.h"
 #include "doctor_command.h"
 #include "predict_command.h"
 #include "run_options.h"
@@ -22,6 +23,11 @@ namespace {
 int run_train(const CLI::App& command, const RunOptions& run) {
   const Config config = resolve_config(typed_options(command, run), run.preset, run.config_file);
   validate_config(config);
+  if (config.trainer.strategy == "single" && launched_by_mpi() && launcher_world_size() > 1) {
+    throw UsageError(fmt::format("--strategy single trains on one device, but mpirun started {} ranks; use "
+                                 "--strategy ddp (or auto)",
+                                 launcher_world_size()));
+  }
 
   RegressionDataModule data(config);
   RegressionModel model(config);

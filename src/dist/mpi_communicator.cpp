@@ -179,6 +179,13 @@ bool launched_by_mpi() {
          (has_env("SLURM_PROCID") && has_env("SLURM_NTASKS"));
 }
 
+int launcher_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (const char* value = std::getenv(name)) return std::max(1, std::atoi(value));
+  }
+  return 1;
+}
+
 std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }
 
 void abort_mpi_job(int exit_code) {

@@ -11,6 +11,9 @@ namespace ddp {
 // PMI/PMIx launcher) or srun: the launcher's environment variables are present.
 bool launched_by_mpi();
 
+// The number of ranks the launcher started (from its environment), 1 when not launched.
+int launcher_world_size();
+
 // Initialises MPI (MPI_THREAD_MULTIPLE: the watchdog thread talks while the training
 // thread is inside a collective) unless already initialised, and finalises it on
 // destruction if it initialised it; so call it once per process. Reads the collective

@@ -102,24 +102,19 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::pair<std::string, std:
       start_(job_start_time()),  // a rank launched by ddpscope counts from the launch
       progress_(options_.progress_bar) {
   clock_.start(Phase::kStartup, start_);
-  const bool distributed = options_.strategy == "ddp" || options_.devices > 1;
-  if (distributed && !launched_by_mpi()) {
-    if (options_.devices > 1) {
-      std::vector<std::string> args = own_command_line();
-      std::vector<char*> argv;
-      for (std::string& arg : args) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      std::exit(relaunch_under_mpirun(static_cast<int>(args.size()), argv.data(), options_.devices,
-                                     options_.threads_per_device));
-    }
+  if (options_.devices > 1 && !launched_by_mpi()) {
+    std::vector<std::string> args = own_command_line();
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::exit(relaunch_under_mpirun(static_cast<int>(args.size()), argv.data(), options_.devices,
+                                   options_.threads_per_device));
   }
-  if (launched_by_mpi() && (distributed || options_.strategy == "auto")) {
+  // Under mpirun every rank joins the world, except with --strategy single (one process
+  // training alone, e.g. a reference run inside a multi-rank test).
+  if (launched_by_mpi() && options_.strategy != "single") {
     comm_ = &mpi_world();
     check_world(*comm_, options_.devices, options_.num_nodes);
-    if (comm_->size() > 1 && options_.strategy == "single") {
-      throw UsageError(fmt::format("--strategy single runs one device, but mpirun started {} ranks; use --strategy ddp",
-                                   comm_->size()));
-    }
     check_same_config(*comm_, config_hash(hparams_, options_));
   } else {
     local_comm_ = make_local_communicator();

@@ -260,6 +260,12 @@ TEST(CliDdp, DevicesThatDisagreeWithTheMpiWorldAreRefused) {
   EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
 }
 
+TEST(CliDdp, StrategySingleUnderAMultiRankJobIsRefused) {
+  const auto r = run_command(kMpirun + " -np 2 " + kBinary + " train --strategy single --max-epochs 1", fresh_dir("single"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--strategy single trains on one device, but mpirun started 2 ranks"), std::string::npos) << r.err;
+}
+
 TEST(CliDdp, RanksStartedWithDifferentOptionsAreRefused) {
   const auto r = run_command(kMpirun + " -np 1 " + kBinary + " train --lr 0.1" + kDdpRun + " : -np 1 " + kBinary +
                                  " train --lr 0.2" + kDdpRun,

@@ -556,7 +556,7 @@ void Trainer::gather_utilization() {
   stats_.utilization_per_rank.clear();
   for (const auto& part : parts) {
     std::vector<std::pair<double, double>> series(part.size() / sizeof(std::pair<double, double>));
-    std::memcpy(static_cast<void*>(series.data()), part.data(), part.size());
+    if (!part.empty()) std::memcpy(static_cast<void*>(series.data()), part.data(), part.size());
     stats_.utilization_per_rank.push_back(std::move(series));
   }
 }

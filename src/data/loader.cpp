@@ -1,5 +1,7 @@
 #include "data/loader.h"
 
+#include "observe/phase.h"
+
 #include <algorithm>
 #include <exception>
 #include <utility>
@@ -34,7 +36,7 @@ Loader::Loader(const Dataset& dataset, int64_t batch_size, int workers)
     slots_.push_back(std::move(slot));
   }
   try {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
   } catch (...) {
     {
       std::lock_guard lock(mutex_);
@@ -139,7 +141,20 @@ bool Loader::next(Batch& batch) {
   return true;
 }
 
-void Loader::worker_loop() {
+void Loader::record_spans(std::size_t capacity_per_worker) {
+  std::lock_guard lock(mutex_);
+  worker_spans_.clear();
+  for (int i = 0; i < workers_; ++i) worker_spans_.push_back(std::make_unique<SpanBuffer>(capacity_per_worker));
+}
+
+std::vector<Span> Loader::spans() {
+  std::lock_guard lock(mutex_);  // workers add their spans under the lock
+  std::vector<Span> out;
+  for (const auto& buffer : worker_spans_) out.insert(out.end(), buffer->begin(), buffer->end());
+  return out;
+}
+
+void Loader::worker_loop(int worker) {
   const int64_t num_slots = static_cast<int64_t>(slots_.size());
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -158,13 +173,17 @@ void Loader::worker_loop() {
     const int64_t epoch = epoch_;
     // Another worker may claim the next batch while this one fills.
     if (next_to_fill_ < fill_end_) work_cv_.notify_one();
+    SpanBuffer* spans = worker_spans_.empty() ? nullptr : worker_spans_[worker].get();
     lock.unlock();
+    const int64_t started = steady_now_ns();
     try {
       dataset_.fill(epoch, slot.indices, slot.x.data(), slot.y.data());
     } catch (...) {
       slot.error = std::current_exception();
     }
+    const int64_t ended = steady_now_ns();
     lock.lock();
+    if (spans != nullptr) spans->add({started, ended, static_cast<uint16_t>(Phase::kData), TraceThread::kLoader});
     if (slot.generation == generation_) {
       slot.state = Slot::State::kReady;
       ready_cv_.notify_one();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "observe/span_buffer.h"
 #include "tensor/buffer.h"
 
 namespace ddp {
@@ -36,10 +37,16 @@ class Loader {
   // The next batch of the epoch, or false at its end. Valid until the next call.
   bool next(Batch& batch);
 
+  // From now on each worker records its batch fills as spans (--profiler trace), into a
+  // buffer of its own of this capacity. No effect without workers.
+  void record_spans(std::size_t capacity_per_worker);
+  // Every worker's spans so far.
+  std::vector<Span> spans();
+
  private:
   // implementation detail, free to change
   struct Slot;
-  void worker_loop();
+  void worker_loop(int worker);
   void abandon_epoch_locked();  // mutex_ held: drops queued batches, in-flight fills end unused
 
   const Dataset& dataset_;
@@ -61,6 +68,7 @@ class Loader {
   std::vector<int64_t> indices_;
   int64_t fill_end_ = 0;      // batches of this generation to fill
   int64_t next_to_fill_ = 0;  // the next batch a worker claims
+  std::vector<std::unique_ptr<SpanBuffer>> worker_spans_;  // one per worker, when tracing
 };
 
 }  // namespace ddp

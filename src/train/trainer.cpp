@@ -145,12 +145,12 @@ void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& lo
   loop.optimizer = make_optimizer(optimizer_config, module.network().num_params());
   restore(module, loop);
   if (comm_->size() > 1) start_distributed(module, loop);
-  if (options_.profiler == "trace") start_trace(loop);
-  start_monitor();
   loop.train_loader = std::make_unique<Loader>(*loop.train_spec.dataset, loop.train_spec.batch_size,
                                                loop.train_spec.num_workers);
   loop.val_loader =
       std::make_unique<Loader>(*loop.val_spec.dataset, loop.val_spec.batch_size, loop.val_spec.num_workers);
+  if (options_.profiler == "trace") start_trace(loop);
+  start_monitor();
 
   if (!is_global_zero()) return;  // only rank zero writes files
   log_dir_ = make_run_dir(options_.default_root_dir, options_.name, options_.version);
@@ -194,6 +194,7 @@ void Trainer::start_trace(Loop& loop) {
   spans_ = std::make_unique<SpanBuffer>(static_cast<std::size_t>(std::min(planned, kMaxSpans)));
   clock_.record_spans(spans_.get());
   if (loop.reducer) loop.reducer->record_spans(spans_.get());
+  loop.train_loader->record_spans(static_cast<std::size_t>(std::min(epochs * batches + 16, kMaxSpans)));
   // Rank r's clock + offset = rank zero's clock, read right after a barrier on every rank
   // (accurate to the barrier's exit skew, microseconds; on one machine the clocks agree).
   if (comm_->size() > 1) {
@@ -524,7 +525,7 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
   stats_.allreduce = stats_.allreduce_per_rank[0];
   if (monitor_) monitor_->stop();
   gather_utilization();
-  if (options_.profiler == "trace") write_trace();
+  if (options_.profiler == "trace") write_trace(loop);
   if (!is_global_zero()) return;
 
   save_parameters(log_dir_ / "final.safetensors", module.network(), hparams_);
@@ -562,12 +563,13 @@ void Trainer::gather_utilization() {
 }
 
 // Every rank's spans at rank zero, aligned to rank zero's clock, written as trace.json.
-void Trainer::write_trace() {
+void Trainer::write_trace(const Loop& loop) {
   RankTrace mine;
   mine.rank = comm_->rank();
   mine.host = comm_->host_name();
   mine.clock_offset_ns = clock_offset_ns_;
   mine.spans.assign(spans_->begin(), spans_->end());
+  for (const Span& fill : loop.train_loader->spans()) mine.spans.push_back(fill);  // the loader threads' track
   mine.dropped = spans_->dropped();
   mine.utilization = utilization_points();
   const std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(*comm_, serialize_rank_trace(mine));

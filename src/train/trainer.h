@@ -60,7 +60,7 @@ class Trainer {
   void flush_loggers();
   void finish(LightningModule& module, const Loop& loop);
   void start_trace(Loop& loop);
-  void write_trace();
+  void write_trace(const Loop& loop);
 
   TrainerOptions options_;
   std::vector<std::pair<std::string, std::string>> hparams_;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "support/run_command.h"
@@ -21,7 +22,7 @@ TEST_P(TraceAcrossRanks, PhasesSumToWallOnEveryRankAndTheTraceShowsEveryRank) {
   const auto r = run_command(std::string(DDPSCOPE_BINARY) + " train --devices " + std::to_string(devices) +
                                  " --data teacher --dataset-size 600 --batch-size 32 --hidden-size 32"
                                  " --accumulate-grad-batches 2 --max-epochs 3 --bucket-cap-mb 0.004"
-                                 " --profiler trace --progress-bar off",
+                                 " --loader-workers 1 --profiler trace --progress-bar off",
                              dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Profiler report"), std::string::npos) << r.out;
@@ -42,7 +43,9 @@ TEST_P(TraceAcrossRanks, PhasesSumToWallOnEveryRankAndTheTraceShowsEveryRank) {
   std::set<int> named;
   std::map<int, int> allreduces;
   std::set<std::string> kinds;
+  std::map<int, int> loader_fills;
   for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["tid"] == 2) ++loader_fills[e["pid"].get<int>()];
     if (e["ph"] == "M" && e["name"] == "process_name") named.insert(e["pid"].get<int>());
     if (e["ph"] == "X") kinds.insert(e["name"].get<std::string>());
     if (e["ph"] == "X" && e["name"] == "allreduce") ++allreduces[e["pid"].get<int>()];
@@ -53,6 +56,7 @@ TEST_P(TraceAcrossRanks, PhasesSumToWallOnEveryRankAndTheTraceShowsEveryRank) {
   }
   for (int rank = 0; rank < devices; ++rank) {
     EXPECT_EQ(allreduces[rank], summary["allreduce_per_rank"][rank]["calls"].get<int>()) << rank;
+    EXPECT_GT(loader_fills[rank], 0) << "rank " << rank << ": no batch fills on the loader thread's track";
   }
   if (devices > 1) {
     EXPECT_TRUE(kinds.count("comm_wait"));

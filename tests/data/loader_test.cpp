@@ -215,4 +215,24 @@ TEST(Loader, DestroyedMidEpochWithSlowFills) {
 }
 
 }  // namespace
+
+TEST(LoaderSpans, EveryWorkerFillIsRecordedOnTheLoaderTrack) {
+  const auto dataset = make_dataset({.kind = "random", .size = 1000, .input_dim = 4, .output_dim = 1, .seed = 3});
+  Loader loader(*dataset, 100, 2);
+  loader.record_spans(64);
+  std::vector<int64_t> order(1000);
+  for (int64_t i = 0; i < 1000; ++i) order[i] = i;
+  loader.start_epoch(0, order);
+  Batch batch;
+  int batches = 0;
+  while (loader.next(batch)) ++batches;
+  const std::vector<Span> spans = loader.spans();
+  EXPECT_EQ(batches, 10);
+  EXPECT_EQ(spans.size(), 10u);  // one fill per batch of the epoch
+  for (const Span& s : spans) {
+    EXPECT_EQ(s.thread, TraceThread::kLoader);
+    EXPECT_LE(s.start_ns, s.end_ns);
+  }
+}
+
 }  // namespace ddp

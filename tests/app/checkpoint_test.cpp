@@ -97,7 +97,13 @@ TEST(Checkpoint, SigintFinishesTheStepWritesACheckpointAndResumesExactly) {
   const std::string start =
       "cd '" + dir.string() + "' && (" + run + " --version stopped >out.txt 2>err.txt & echo $! > pid)";
   ASSERT_EQ(std::system(start.c_str()), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // Signalled once training runs: hparams.yaml is written after the handlers are in place.
+  const auto started = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(run_folder(dir, "stopped") / "hparams.yaml")) {
+    ASSERT_LT(std::chrono::steady_clock::now(), started);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const pid_t pid = std::stoi(read_text(dir / "pid"));
   ASSERT_EQ(::kill(pid, SIGINT), 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -121,19 +127,16 @@ TEST(Checkpoint, SigintFinishesTheStepWritesACheckpointAndResumesExactly) {
             tensors(run_folder(dir, "resumed") / "final.safetensors"));
 }
 
-TEST(Checkpoint, SigtermExitsWith143) {
+TEST(Checkpoint, SigtermWritesACheckpointAndExitsWith143) {
   const auto dir = fresh_dir("sigterm");
-  const std::string start =
-      "cd '" + dir.string() + "' && (" + kBinary + kRun + " --max-epochs 3000 >/dev/null 2>err.txt & echo $! > pid)";
-  ASSERT_EQ(std::system(start.c_str()), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const pid_t pid = std::stoi(read_text(dir / "pid"));
-  // The test shell is the parent: wait through a shell to read the exit code.
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
-  for (int i = 0; i < 3000 && ::kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_NE(read_text(dir / "err.txt").find("stopped by SIGTERM"), std::string::npos);
-  const auto code = run_command("sh -c '" + kBinary + kRun + " --max-epochs 3000 & p=$!; sleep 0.5; kill -TERM $p; wait $p; echo $? > code'", dir);
+  // Signalled once training runs (its hparams.yaml is written after the handlers are in place).
+  run_command("sh -c '" + kBinary + kRun + " --max-epochs 3000 --version t 2>err.txt & p=$!; i=0; "
+              "while [ ! -f ddpscope_logs/t/hparams.yaml ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+              "sleep 0.3; kill -TERM $p; wait $p; echo $? > code'",
+              dir);
   EXPECT_EQ(read_text(dir / "code"), "143\n");
+  EXPECT_NE(read_text(dir / "err.txt").find("stopped by SIGTERM"), std::string::npos) << read_text(dir / "err.txt");
+  EXPECT_TRUE(std::filesystem::exists(run_folder(dir, "t") / "checkpoints/last.safetensors"));
 }
 
 TEST(Checkpoint, InitFromLoadsParametersAndNamesEveryMismatch) {

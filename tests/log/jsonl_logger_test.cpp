@@ -1,6 +1,8 @@
 #include "log/jsonl_logger.h"
 
 #include <gtest/gtest.h>
+
+#include "support/file_size_limit.h"
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -105,22 +107,8 @@ TEST_F(JsonlLoggerTest, UnwritableFolderIsAnErrorNamingTheFile) {
   }
 }
 
-// Makes writes past `bytes` fail with EFBIG, as a full disk would, in this process only:
-// SIGXFSZ ignored instead of killing it, the soft limit lowered (and raisable again).
-void set_file_size_limit(rlim_t bytes) {
-  std::signal(SIGXFSZ, SIG_IGN);
-  rlimit limit{};
-  ::getrlimit(RLIMIT_FSIZE, &limit);
-  limit.rlim_cur = bytes;
-  ::setrlimit(RLIMIT_FSIZE, &limit);
-}
-
-void remove_file_size_limit() {
-  rlimit limit{};
-  ::getrlimit(RLIMIT_FSIZE, &limit);
-  limit.rlim_cur = limit.rlim_max;
-  ::setrlimit(RLIMIT_FSIZE, &limit);
-}
+using testing::remove_file_size_limit;
+using testing::set_file_size_limit;
 
 // In a forked child: a flush that hits the file size limit throws an Error naming the file,
 // leaves the file as the last good flush left it, and keeps its lines for the next flush.

@@ -54,17 +54,4 @@ class PhaseClock {
   SpanBuffer* spans_ = nullptr;
 };
 
-// Enters a phase for a scope and returns to the previous one when it ends.
-class ScopedPhase {
- public:
-  ScopedPhase(PhaseClock& clock, Phase phase) : clock_(clock), previous_(clock.enter(phase)) {}
-  ~ScopedPhase() { clock_.enter(previous_); }
-  ScopedPhase(const ScopedPhase&) = delete;
-  ScopedPhase& operator=(const ScopedPhase&) = delete;
-
- private:
-  PhaseClock& clock_;
-  Phase previous_;
-};
-
 }  // namespace ddp

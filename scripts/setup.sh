@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkg-config
-  libopenblas-dev libblis-dev libdnnl-dev
+  libopenblas-dev libblis-dev libdnnl-dev ocl-icd-opencl-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin

@@ -20,13 +20,18 @@
 namespace ddp {
 namespace {
 
-int run_train(const CLI::App& command, const RunOptions& run) {
+int run_train(const CLI::App& command, const RunOptions& run, int argc, char** argv) {
   const Config config = resolve_config(typed_options(command, run), run.preset, run.config_file);
   validate_config(config);
   if (config.trainer.strategy == "single" && launched_by_mpi() && launcher_world_size() > 1) {
     throw UsageError(fmt::format("--strategy single trains on one device, but mpirun started {} ranks; use "
                                  "--strategy ddp (or auto)",
                                  launcher_world_size()));
+  }
+  // One process per device, as Lightning's DDP launcher re-runs the script: this process
+  // only launches and supervises them.
+  if (config.trainer.devices > 1 && !launched_by_mpi()) {
+    return relaunch_under_mpirun(argc, argv, {config.trainer.devices, config.trainer.threads_per_device, run.verbose});
   }
 
   RegressionDataModule data(config);
@@ -65,7 +70,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     throw UsageError(fmt::format("{}; run 'ddpscope --help' or 'ddpscope train --help'", e.what()));
   }
-  if (train->parsed()) return run_train(*train, train_options);
+  if (train->parsed()) return run_train(*train, train_options, argc, argv);
   return run_doctor_commands(doctor_commands, argc, argv);
 }
 

@@ -110,7 +110,7 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
 }
 
 int run_probe(DoctorCommands& c, int argc, char** argv) {
-  if (c.probe_devices > 1 && !launched_by_mpi()) return relaunch_under_mpirun(argc, argv, c.probe_devices);
+  if (c.probe_devices > 1 && !launched_by_mpi()) return relaunch_under_mpirun(argc, argv, {c.probe_devices});
   std::vector<int64_t> sizes;
   std::size_t start = 0;
   while (start <= c.probe_sizes.size()) {

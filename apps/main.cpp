@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "base/error.h"
+#include "base/stop_signal.h"
 #include "cli.h"
 #include "dist/world.h"
 
@@ -22,6 +23,8 @@ int launcher_rank() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread starts, so that every thread inherits the block (base/stop_signal.h).
+  ddp::take_stop_signals();
   // A file size limit (or quota) must fail a write with EFBIG, reported with the file's
   // name, not kill the process with SIGXFSZ halfway through a row.
   std::signal(SIGXFSZ, SIG_IGN);

@@ -9,6 +9,8 @@ namespace ddp {
 void add_run_options(CLI::App& command, RunOptions& run, const std::vector<std::string>& skip) {
   command.add_option("--preset", run.preset, "a named configuration: seed (the seed's Trainer)")->group("presets");
   command.add_option("--config", run.config_file, "YAML file of options (names without dashes)")->group("presets");
+  command.add_flag("--verbose", run.verbose, "also show Open MPI's own messages of a multi-rank job")
+      ->group("observability");
   for (const OptionSpec& spec : option_specs()) {
     if (std::find(skip.begin(), skip.end(), spec.name) != skip.end()) continue;
     CLI::Option* option = spec.is_flag ? command.add_flag("--" + spec.name)->description(spec.help)

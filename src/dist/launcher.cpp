@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,21 +18,18 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "base/process_tree.h"
+#include "base/spawn.h"
+#include "base/stop_signal.h"
+#include "dist/mpirun_output.h"
 
 namespace ddp {
 namespace {
-
-volatile sig_atomic_t g_mpirun_pid = 0;
-
-void forward_signal(int signal_number) {
-  if (g_mpirun_pid > 0) kill(g_mpirun_pid, signal_number);
-}
 
 std::optional<std::string> find_on_path(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -55,58 +53,124 @@ int available_cores() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-// What mpirun says when it takes the job down because of one rank (Open MPI 4.1):
-//   "mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)."
-//   "mpirun has exited due to process rank 1 with PID 0 on" (exit without MPI_Finalize)
-struct RankFailure {
-  std::string message;
-};
 
-std::optional<RankFailure> parse_mpirun_line(const std::string& line) {
-  static const std::regex signalled(R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)( \(([^)]*)\))?)");
-  static const std::regex improper(R"(mpirun has exited due to process rank (\d+) with PID)");
-  std::smatch m;
-  if (std::regex_search(line, m, signalled)) {
-    return RankFailure{fmt::format("rank {} (on {}) was killed by signal {}{}; mpirun stopped the other ranks",
-                                   m[1].str(), m[2].str(), m[3].str(), m[5].matched ? " (" + m[5].str() + ")" : "")};
-  }
-  if (std::regex_search(line, m, improper)) {
-    return RankFailure{fmt::format("rank {} exited without finishing (no MPI_Finalize); mpirun stopped the other ranks",
-                                   m[1].str())};
-  }
-  return std::nullopt;
+std::string signal_description(int signal) {
+  const char* text = strsignal(signal);
+  return fmt::format("signal {} ({})", signal, text != nullptr ? text : "unknown");
 }
 
-// Copies mpirun's stderr through to ours line by line, remembering the first rank failure.
-class StderrRelay {
- public:
-  void feed(const char* data, std::size_t n) {
-    pending_.append(data, n);
-    std::size_t newline;
-    while ((newline = pending_.find('\n')) != std::string::npos) {
-      line(pending_.substr(0, newline + 1));
-      pending_.erase(0, newline + 1);
+// The ranks: the processes below this one that run `self` (mpirun starts them; once it is
+// gone they are this process's, as it is their subreaper).
+std::vector<pid_t> ranks_below(const std::string& self) {
+  std::vector<pid_t> ranks;
+  for (const pid_t pid : descendants(getpid())) {
+    if (executable_of(pid) == self) ranks.push_back(pid);
+  }
+  return ranks;
+}
+
+void signal_all(const std::vector<pid_t>& pids, int signal) {
+  for (const pid_t pid : pids) kill(pid, signal);
+}
+
+// Runs mpirun and stays until every process it started has ended: relays its stderr,
+// forwards SIGINT/SIGTERM to the ranks themselves (mpirun would turn a SIGINT into a
+// SIGTERM and then a SIGKILL), stops the ranks that are left when one fails or mpirun dies,
+// and returns the job's exit code.
+int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const std::string& self, bool verbose) {
+  // Ranks orphaned by a dying mpirun are reparented here, to be stopped and reaped.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  StopSignals signals(SecondSignal::kRecord);
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw DistributedError(fmt::format("pipe() failed: {}", std::strerror(errno)));
+  spawn.stderr_fd = pipe_fds[1];
+  // Its own process group: a Ctrl-C at the terminal reaches only this process, which hands it
+  // to the ranks. If this process is killed, mpirun gets SIGTERM and ends the job.
+  spawn.own_process_group = true;
+  spawn.parent_death_signal = SIGTERM;
+  const pid_t mpirun = spawn_process(args, spawn);
+  close(pipe_fds[1]);
+  fcntl(pipe_fds[0], F_SETFL, fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
+
+  MpirunOutput output(verbose);
+  char buffer[4096];
+  auto drain = [&] {
+    ssize_t n;
+    while ((n = read(pipe_fds[0], buffer, sizeof(buffer))) > 0) output.feed(buffer, static_cast<std::size_t>(n));
+  };
+  int forwarded = 0;
+  int first_signal = 0, last_signal = 0;
+  bool stopped_after_failure = false;
+  std::optional<int> mpirun_status;
+  for (;;) {
+    pollfd fd = {pipe_fds[0], POLLIN, 0};
+    poll(&fd, 1, 50);
+    drain();
+    // The first signal goes to the ranks, which stop at the next optimizer step with a
+    // checkpoint; a second stops them at once (sent on, it could merge with the first).
+    while (forwarded < StopSignals::count()) {
+      const int signal = forwarded == 0 ? StopSignals::pending() : StopSignals::last();
+      if (forwarded++ == 0) first_signal = signal;
+      last_signal = signal;
+      const std::vector<pid_t> ranks = ranks_below(self);
+      if (forwarded >= 2) {
+        signal_all(ranks, SIGKILL);
+      } else if (ranks.empty()) {
+        kill(mpirun, SIGTERM);  // before the ranks started: end the start-up
+      } else {
+        signal_all(ranks, signal);
+      }
+    }
+    if (output.rank_failure() && !stopped_after_failure) {
+      signal_all(ranks_below(self), SIGKILL);  // they would wait for the failed rank
+      stopped_after_failure = true;
+    }
+    int status = 0;
+    pid_t reaped;
+    while ((reaped = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (reaped == mpirun) mpirun_status = status;
+    }
+    if (mpirun_status) {
+      const std::vector<pid_t> left = descendants(getpid());
+      if (left.empty()) break;
+      signal_all(left, SIGKILL);  // orphans of a mpirun that died
     }
   }
-  void flush() {
-    if (!pending_.empty()) line(pending_);
-    pending_.clear();
-  }
-  const std::optional<RankFailure>& failure() const { return failure_; }
+  drain();
+  output.flush();
+  close(pipe_fds[0]);
 
- private:
-  void line(const std::string& text) {
-    std::fwrite(text.data(), 1, text.size(), stderr);
-    std::fflush(stderr);
-    if (!failure_) failure_ = parse_mpirun_line(text);
+  const int status = *mpirun_status;
+  const std::string hidden =
+      output.hidden_lines() > 0 ? fmt::format(" ({} lines of Open MPI's output hidden; --verbose shows them)",
+                                              output.hidden_lines())
+                                : "";
+  if (forwarded >= 2) {
+    std::fprintf(stderr, "ddpscope: stopped at once by a second %s; the ranks were killed, files already written are "
+                 "whole\n", signal_name(last_signal).c_str());
+    return 128 + last_signal;
   }
-  std::string pending_;
-  std::optional<RankFailure> failure_;
-};
+  if (forwarded == 1 && !output.rank_failure()) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 128 + first_signal) return 128 + first_signal;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;  // it had finished already
+  }
+  if (output.rank_failure()) {
+    std::fprintf(stderr, "ddpscope: error: %s%s\n", output.rank_failure()->c_str(), hidden.c_str());
+    return static_cast<int>(ExitCode::kDistributed);
+  }
+  if (WIFSIGNALED(status)) {
+    std::fprintf(stderr, "ddpscope: error: mpirun (pid %d) was killed by %s; its ranks were stopped%s\n", mpirun,
+                 signal_description(WTERMSIG(status)).c_str(), hidden.c_str());
+    return static_cast<int>(ExitCode::kDistributed);
+  }
+  if (forwarded == 1) return 128 + first_signal;
+  return WEXITSTATUS(status);
+}
 
 }  // namespace
 
-int relaunch_under_mpirun(int argc, char** argv, int devices, int threads_per_device) {
+int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch) {
+  const int devices = launch.devices, threads_per_device = launch.threads_per_device;
   DDP_CHECK(devices >= 1 && threads_per_device >= 1 && argc >= 1);
   const char* launched = std::getenv("DDPSCOPE_LAUNCHED");
   if (launched != nullptr && std::string(launched) == "1") {
@@ -143,70 +207,25 @@ int relaunch_under_mpirun(int argc, char** argv, int devices, int threads_per_de
   // MPI probes its network stacks (UCX, OFI) first: MPI_Init took 0.28 s instead of 0.07 s
   // here, a tenth of the seed's whole run on two cores.
   args.insert(args.end(), {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"});
-  args.insert(args.end(), {"-x", "DDPSCOPE_LAUNCHED", "-x", "DDPSCOPE_LAUNCH_REALTIME_NS", self});
+  // When a job ends early, mpirun sends SIGTERM and waits this long before SIGKILL, twice,
+  // even when the ranks are gone: 2 s added to every stop. Graceful stops are the
+  // launcher's (it signals the ranks itself), so mpirun need not wait.
+  args.insert(args.end(), {"--mca", "odls_base_sigkill_timeout", "0"});
+  args.insert(args.end(), {"-x", "DDPSCOPE_LAUNCHED", "-x", "DDPSCOPE_LAUNCH_REALTIME_NS", "-x",
+                           "DDPSCOPE_STDERR_IS_TERMINAL", self});
   // The ranks count their wall time from here, so that start-up includes the launch.
-  const auto launch = std::chrono::system_clock::now().time_since_epoch();
-  setenv("DDPSCOPE_LAUNCH_REALTIME_NS",
-         std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(launch).count()).c_str(), 1);
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const std::string launch_ns = std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
 
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) throw DistributedError(fmt::format("pipe() failed: {}", std::strerror(errno)));
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid < 0) throw DistributedError(fmt::format("fork() failed: {}", std::strerror(errno)));
-  if (pid == 0) {
-    dup2(pipe_fds[1], STDERR_FILENO);
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
-    setenv("DDPSCOPE_LAUNCHED", "1", 1);
-    if (geteuid() == 0) {
-      setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-      setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    }
-    std::vector<char*> c_args;
-    for (std::string& a : args) c_args.push_back(a.data());
-    c_args.push_back(nullptr);
-    execv(c_args[0], c_args.data());
-    std::fprintf(stderr, "ddpscope: error: cannot run %s: %s\n", c_args[0], std::strerror(errno));
-    _exit(static_cast<int>(ExitCode::kDistributed));
+  SpawnOptions spawn;
+  spawn.environment = {{"DDPSCOPE_LAUNCHED", "1"}, {"DDPSCOPE_LAUNCH_REALTIME_NS", launch_ns},
+                       {"DDPSCOPE_STDERR_IS_TERMINAL", ::isatty(STDERR_FILENO) == 1 ? "1" : "0"}};
+  if (geteuid() == 0) {
+    spawn.environment.insert(spawn.environment.end(),
+                             {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
   }
-  close(pipe_fds[1]);
-  g_mpirun_pid = pid;
-  struct sigaction forward = {}, old_int = {}, old_term = {};
-  forward.sa_handler = forward_signal;
-  sigemptyset(&forward.sa_mask);
-  sigaction(SIGINT, &forward, &old_int);
-  sigaction(SIGTERM, &forward, &old_term);
-
-  // Relay until mpirun has exited, then drain what is left. mpirun's children could hold
-  // the pipe open after it is gone, so its exit, not EOF, ends the loop.
-  StderrRelay relay;
-  char buffer[4096];
-  int status = 0;
-  bool exited = false;
-  fcntl(pipe_fds[0], F_SETFL, fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
-  for (;;) {
-    pollfd fd = {pipe_fds[0], POLLIN, 0};
-    poll(&fd, 1, 100);
-    ssize_t n;
-    while ((n = read(pipe_fds[0], buffer, sizeof(buffer))) > 0) relay.feed(buffer, static_cast<std::size_t>(n));
-    if (exited) break;
-    if (waitpid(pid, &status, WNOHANG) == pid) exited = true;  // one more pass drains the pipe
-  }
-  relay.flush();
-  close(pipe_fds[0]);
-  g_mpirun_pid = 0;
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-
-  if (relay.failure()) {
-    std::fprintf(stderr, "ddpscope: error: %s\n", relay.failure()->message.c_str());
-    return static_cast<int>(ExitCode::kDistributed);
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + WTERMSIG(status);
+  return supervise(args, spawn, self, launch.verbose);
 }
 
 std::chrono::steady_clock::time_point job_start_time() {

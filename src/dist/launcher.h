@@ -9,15 +9,25 @@
 
 namespace ddp {
 
+struct LaunchOptions {
+  int devices = 1;
+  int threads_per_device = 1;
+  bool verbose = false;  // pass Open MPI's own messages through
+};
+
 // Runs `mpirun -np devices --bind-to core <this executable> argv[1..]` and returns the exit
-// code the job should end with. Ranks get one core each (threads_per_device cores with
-// --map-by slot:PE=T); with fewer cores than that it oversubscribes unpinned and says so
-// on stderr. As root it adds --allow-run-as-root. SIGINT/SIGTERM are forwarded to mpirun.
-// A rank killed by a signal or gone without finishing becomes exit code 4 with a message
-// naming the rank; otherwise mpirun's own code is returned. The children see
-// DDPSCOPE_LAUNCHED=1, which makes a second re-launch an error instead of a fork bomb.
-// Throws UsageError when mpirun is not on PATH.
-int relaunch_under_mpirun(int argc, char** argv, int devices, int threads_per_device = 1);
+// code the job should end with, once every process it started has ended. Ranks get one
+// core each (threads_per_device cores with --map-by slot:PE=T); with fewer cores than that
+// it oversubscribes unpinned and says so on stderr. As root it adds --allow-run-as-root.
+//   - SIGINT/SIGTERM go to the ranks themselves: the first stops them at the next
+//     optimizer step with a checkpoint (exit 128 + signal), a second at once.
+//   - A rank killed or gone without finishing: exit 4 naming the rank; the other ranks are
+//     killed rather than left to wait for it. mpirun killed: exit 4 naming it.
+//   - This process killed: mpirun gets SIGTERM (parent-death signal) and ends the job.
+//   - Open MPI's own messages are held back unless verbose; the ranks' lines pass.
+// The children see DDPSCOPE_LAUNCHED=1, which makes a second re-launch an error instead of
+// a fork bomb. Throws UsageError when mpirun is not on PATH.
+int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch);
 
 // When this rank was started by relaunch_under_mpirun: the moment of the launch, on this
 // process's steady clock; otherwise now. Wall times count from here, start-up included.

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/spawn.h"
 
 namespace ddp {
 
@@ -23,30 +23,31 @@ std::string own_executable() {
 
 ChildResult run_child(const std::vector<std::string>& args, const std::filesystem::path& stdout_file,
                       const std::filesystem::path& stderr_file) {
-  std::vector<char*> argv;
-  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid < 0) throw Error(ExitCode::kOther, fmt::format("fork() failed: {}", std::strerror(errno)));
-  if (pid == 0) {
-    const int out = ::open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out < 0 || err < 0) _exit(126);
-    dup2(out, STDOUT_FILENO);
-    dup2(err, STDERR_FILENO);
-    const int in = ::open("/dev/null", O_RDONLY);
-    if (in >= 0) dup2(in, STDIN_FILENO);
-    execv(argv[0], argv.data());
-    _exit(127);
+  const int out = ::open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err = ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0 || err < 0) {
+    const std::string why = std::strerror(errno);
+    if (out >= 0) ::close(out);
+    if (err >= 0) ::close(err);
+    throw Error(ExitCode::kOther, fmt::format("cannot create {} or {}: {}", stdout_file.string(),
+                                              stderr_file.string(), why));
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(ExitCode::kOther, fmt::format("waitpid() failed: {}", std::strerror(errno)));
+  SpawnOptions options;
+  options.stdout_fd = out;
+  options.stderr_fd = err;
+  pid_t pid = -1;
+  try {
+    pid = spawn_process(args, options);
+  } catch (...) {
+    ::close(out);
+    ::close(err);
+    throw;
   }
+  ::close(out);
+  ::close(err);
+  const int exit_code = wait_for_exit(pid);
   ChildResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = exit_code;
   std::ifstream in(stderr_file);
   std::stringstream text;
   text << in.rdbuf();

@@ -4,11 +4,24 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace ddp {
 
+namespace {
+
+// A rank that ddpscope launched writes to mpirun's pipe; the launcher says whether its own
+// stderr, where the bar ends up, is a terminal.
+bool stderr_is_terminal() {
+  if (const char* launcher = std::getenv("DDPSCOPE_STDERR_IS_TERMINAL")) return std::string(launcher) == "1";
+  return ::isatty(STDERR_FILENO) == 1;
+}
+
+}  // namespace
+
 ProgressBar::ProgressBar(const std::string& mode)
-    : enabled_(mode == "on" || (mode == "auto" && ::isatty(STDERR_FILENO) == 1)) {}
+    : enabled_(mode == "on" || (mode == "auto" && stderr_is_terminal())) {}
 
 void ProgressBar::update(int64_t epoch, int64_t max_epochs, int64_t batch, int64_t batches, double loss, bool force) {
   if (!enabled_) return;

@@ -28,7 +28,7 @@
 #include "log/run_dir.h"
 #include "tensor/gemm.h"
 #include "train/checkpoint.h"
-#include "train/stop_signal.h"
+#include "base/stop_signal.h"
 
 namespace ddp {
 
@@ -107,8 +107,8 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::pair<std::string, std:
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
-    std::exit(relaunch_under_mpirun(static_cast<int>(args.size()), argv.data(), options_.devices,
-                                   options_.threads_per_device));
+    std::exit(relaunch_under_mpirun(static_cast<int>(args.size()), argv.data(),
+                                   {options_.devices, options_.threads_per_device}));
   }
   // Under mpirun every rank joins the world, except with --strategy single (one process
   // training alone, e.g. a reference run inside a multi-rank test).
@@ -285,21 +285,22 @@ void Trainer::save_checkpoint_files(LightningModule& module, Loop& loop, int64_t
 // After an optimizer step: every rank learns whether any was signalled (a signal may reach
 // the ranks at different steps), and then all stop at the same step with a checkpoint.
 void Trainer::stop_if_signalled(LightningModule& module, Loop& loop, int64_t epoch, int64_t next_batch) {
-  double signal = StopSignals::pending();
+  int signal = StopSignals::pending();
   if (comm_->size() > 1) {
-    std::vector<double> any = {signal};
-    comm_->allreduce_sum(std::span<double>(any));
-    if (any[0] > 0 && signal == 0) signal = SIGTERM;  // another rank's signal: stop with it
+    // Every rank stops with the same signal (SIGINT if any rank got one), so they exit alike.
+    std::vector<double> seen = {signal == SIGINT ? 1.0 : 0.0, signal == SIGTERM ? 1.0 : 0.0};
+    comm_->allreduce_sum(std::span<double>(seen));
+    signal = seen[0] > 0 ? SIGINT : seen[1] > 0 ? SIGTERM : 0;
   }
   if (signal == 0) return;
-  const int sig = static_cast<int>(signal) == SIGINT ? SIGINT : SIGTERM;
+  const int sig = signal;
   progress_.finish();
   save_checkpoint_files(module, loop, epoch, next_batch, /*periodic=*/false);
   flush_loggers();
   const auto path = log_dir_ / "checkpoints" / "last.safetensors";
   throw StopRequested(sig, fmt::format("stopped by {} at epoch {}, optimizer step {}; the checkpoint {} holds the "
                                        "position. Resume with the same options and --ckpt-path {}",
-                                       sig == SIGINT ? "SIGINT" : "SIGTERM", epoch, global_step_, path.string(),
+                                       signal_name(sig), epoch, global_step_, path.string(),
                                        path.string()));
 }
 

@@ -59,7 +59,7 @@ TEST(LauncherChild, DISABLED_Rank1IsKilled) {
 int relaunch_self(const std::string& test, int devices) {
   std::string self = "launcher_test", all = "--gtest_also_run_disabled_tests", filter = "--gtest_filter=" + test;
   std::vector<char*> argv = {self.data(), all.data(), filter.data(), nullptr};
-  return relaunch_under_mpirun(3, argv.data(), devices);
+  return relaunch_under_mpirun(3, argv.data(), {devices});
 }
 
 TEST(Relaunch, RunsThisExecutableUnderMpirunAndReturnsItsCode) {

@@ -1,0 +1,88 @@
+#include "base/spawn.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+#include "base/stop_signal.h"
+
+extern char** environ;
+
+namespace ddp {
+namespace {
+
+// environ with `overrides` set, built before fork: the child may not allocate.
+std::vector<std::string> child_environment(const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> out;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    bool replaced = false;
+    for (const auto& [name, value] : overrides) replaced |= text.compare(0, name.size() + 1, name + "=") == 0;
+    if (!replaced) out.push_back(text);
+  }
+  for (const auto& [name, value] : overrides) out.push_back(name + "=" + value);
+  return out;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+pid_t spawn_process(const std::vector<std::string>& args, const SpawnOptions& options) {
+  DDP_CHECK(!args.empty() && args[0].starts_with("/"), "spawn_process needs an absolute path");
+  std::vector<std::string> arg_strings = args;
+  std::vector<std::string> env_strings = child_environment(options.environment);
+  const std::vector<char*> argv = pointers(arg_strings);
+  const std::vector<char*> envp = pointers(env_strings);
+  const std::string cannot_run = "ddpscope: error: cannot run " + args[0] + ": ";
+  const pid_t parent = getpid();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error(ExitCode::kOther, std::string("fork() failed: ") + std::strerror(errno));
+  if (pid != 0) return pid;
+
+  // The child: async-signal-safe calls only.
+  if (options.parent_death_signal != 0) {
+    prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
+    if (getppid() != parent) _exit(128 + options.parent_death_signal);  // the parent died before prctl
+  }
+  if (options.own_process_group) setpgid(0, 0);
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+  if (options.stdout_fd >= 0) dup2(options.stdout_fd, STDOUT_FILENO);
+  if (options.stderr_fd >= 0) dup2(options.stderr_fd, STDERR_FILENO);
+  restore_signals_for_child();
+  execve(argv[0], argv.data(), envp.data());
+  const char* why = std::strerror(errno);
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, cannot_run.data(), cannot_run.size());
+  n = ::write(STDERR_FILENO, why, std::strlen(why));
+  n = ::write(STDERR_FILENO, "\n", 1);
+  _exit(127);
+}
+
+int exit_code_of(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
+}
+
+int wait_for_exit(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(ExitCode::kOther, std::string("waitpid() failed: ") + std::strerror(errno));
+  }
+  return exit_code_of(status);
+}
+
+}  // namespace ddp

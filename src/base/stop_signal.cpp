@@ -1,0 +1,136 @@
+#include "base/stop_signal.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace ddp {
+namespace {
+
+std::atomic<bool> armed{false};  // a StopSignals lives
+std::atomic<SecondSignal> second_signal{SecondSignal::kExitNow};
+std::atomic<int> first_received{0};
+std::atomic<int> last_received{0};
+std::atomic<int> received_count{0};
+std::atomic<bool> taken{false};
+sigset_t mask_before;  // written once, before the watcher starts
+
+sigset_t stop_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+struct sigaction before_int, before_term;
+bool speaks_for_the_job = true;  // false on ranks other than zero, where rank zero speaks
+
+// No StopSignals lives: the signal does what it did before it was taken (ends the process,
+// or nothing where it was ignored).
+void act_as_before(int signal) {
+  const struct sigaction& before = signal == SIGINT ? before_int : before_term;
+  if (before.sa_handler == SIG_IGN) return;
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  sigaction(signal, &fallback, nullptr);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal);
+  raise(signal);  // pending on this thread until unblocked here
+  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+}
+
+[[noreturn]] void exit_now(int signal) {
+  static constexpr char kInt[] = "ddpscope: stopped at once by a second SIGINT; files already written are whole\n";
+  static constexpr char kTerm[] = "ddpscope: stopped at once by a second SIGTERM; files already written are whole\n";
+  if (speaks_for_the_job) {
+    const char* message = signal == SIGINT ? kInt : kTerm;
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, message, std::strlen(message));
+  }
+  _exit(128 + signal);
+}
+
+// Async-signal-safe: it also runs as the handler, in the few threads that have the signals
+// unblocked because they started before main (OpenBLAS starts its threads as it loads).
+void on_stop_signal(int signal) {
+  if (!armed.load()) return act_as_before(signal);
+  last_received = signal;
+  int none = 0;
+  first_received.compare_exchange_strong(none, signal);
+  const int count = received_count.fetch_add(1) + 1;
+  if (count >= 2 && second_signal.load() == SecondSignal::kExitNow) exit_now(signal);
+}
+
+void watch() {
+  const sigset_t set = stop_set();
+  for (;;) {
+    siginfo_t info;
+    const int signal = sigwaitinfo(&set, &info);
+    if (signal > 0) on_stop_signal(signal);  // else EINTR: a signal this thread does not take
+  }
+}
+
+}  // namespace
+
+void take_stop_signals() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const sigset_t set = stop_set();
+    pthread_sigmask(SIG_BLOCK, &set, &mask_before);
+    // Under mpirun rank zero speaks for every rank.
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    speaks_for_the_job = rank == nullptr || std::string(rank) == "0";
+    // A handler, not SIG_IGN (an ignored signal is discarded even while blocked, and a
+    // script's background job starts with SIGINT ignored); SA_RESTART for the threads it
+    // may run in.
+    struct sigaction handler {};
+    handler.sa_handler = on_stop_signal;
+    handler.sa_flags = SA_RESTART;
+    sigemptyset(&handler.sa_mask);
+    sigaction(SIGINT, &handler, &before_int);
+    sigaction(SIGTERM, &handler, &before_term);
+    std::thread watcher(watch);
+    pthread_setname_np(watcher.native_handle(), "ddp-signals");
+    watcher.detach();  // lives as long as the process
+    taken = true;
+  });
+}
+
+void restore_signals_for_child() {
+  if (!taken.load()) return;
+  sigaction(SIGINT, &before_int, nullptr);
+  sigaction(SIGTERM, &before_term, nullptr);
+  pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);
+}
+
+StopSignals::StopSignals(SecondSignal second) {
+  take_stop_signals();
+  first_received = 0;
+  last_received = 0;
+  received_count = 0;
+  second_signal = second;
+  armed = true;
+}
+
+StopSignals::~StopSignals() { armed = false; }
+
+int StopSignals::pending() { return first_received.load(std::memory_order_relaxed); }
+int StopSignals::count() { return received_count.load(std::memory_order_relaxed); }
+int StopSignals::last() { return last_received.load(std::memory_order_relaxed); }
+
+std::string signal_name(int signal) {
+  if (signal == SIGINT) return "SIGINT";
+  if (signal == SIGTERM) return "SIGTERM";
+  return "signal " + std::to_string(signal);
+}
+
+}  // namespace ddp

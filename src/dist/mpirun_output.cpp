@@ -1,0 +1,65 @@
+#include "dist/mpirun_output.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <regex>
+
+namespace ddp {
+
+std::optional<std::string> rank_failure_in(const std::string& line) {
+  //   "mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)."
+  //   "mpirun has exited due to process rank 1 with PID 0 on" (an exit without MPI_Finalize)
+  static const std::regex signalled(
+      R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)( \(([^)]*)\))?)");
+  static const std::regex improper(R"(mpirun has exited due to process rank (\d+) with PID)");
+  std::smatch m;
+  if (std::regex_search(line, m, signalled)) {
+    return fmt::format("rank {} (on {}) was killed by signal {}{}; mpirun stopped the other ranks", m[1].str(),
+                       m[2].str(), m[3].str(), m[5].matched ? " (" + m[5].str() + ")" : "");
+  }
+  if (std::regex_search(line, m, improper)) {
+    return fmt::format("rank {} exited without finishing (no MPI_Finalize); mpirun stopped the other ranks",
+                       m[1].str());
+  }
+  return std::nullopt;
+}
+
+void MpirunOutput::feed(const char* data, std::size_t size) {
+  pending_.append(data, size);
+  std::size_t newline;
+  while ((newline = pending_.find('\n')) != std::string::npos) {
+    line(pending_.substr(0, newline + 1));
+    pending_.erase(0, newline + 1);
+  }
+}
+
+void MpirunOutput::flush() {
+  if (!pending_.empty()) line(pending_);
+  pending_.clear();
+}
+
+// Open MPI's help messages are blocks between lines of dashes; its daemons and components
+// prefix their logs with "[host:pid]"; a few lines come bare.
+bool MpirunOutput::is_open_mpi_line(const std::string& text) {
+  static const std::regex dashes(R"(^-{20,}\s*$)");
+  static const std::regex bare(
+      R"(^(\[[^\]\s]+:\d+\] |mpirun |Primary job +terminated|Read -?\d+, expected \d+, errno = |\[\[\d+,\d+\],\d+\]))");
+  if (std::regex_search(text, dashes)) {
+    in_help_block_ = !in_help_block_;
+    return true;
+  }
+  return in_help_block_ || std::regex_search(text, bare);
+}
+
+void MpirunOutput::line(const std::string& text) {
+  if (!rank_failure_) rank_failure_ = rank_failure_in(text);
+  if (is_open_mpi_line(text) && !show_open_mpi_) {
+    ++hidden_lines_;
+    return;
+  }
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace ddp

@@ -23,12 +23,13 @@ const std::string kQuick = " train --dataset-size 64 --batch-size 16 --hidden-si
 TEST(RunFolder, AnExistingVersionIsRefusedUnlessOverwriteReplacesItWhole) {
   const auto dir = fresh_dir("run_folder_exists");
   const auto run = dir / "ddpscope_logs" / "version_0";
+  const std::string named = "./ddpscope_logs/version_0";  // as the folder options name it
   ASSERT_EQ(run_command(kBinary + kQuick + " --version 0 --checkpoint-every-n-epochs 1", dir).exit_code, 0);
   const std::string metrics = read_text(run / "metrics.csv");
 
   const auto again = run_command(kBinary + kQuick + " --version 0 --lr 0.1", dir);
   EXPECT_EQ(again.exit_code, 2) << again.err;
-  EXPECT_NE(again.err.find("--version: '" + run.string() + "' exists already; choose another, omit --version for the "
+  EXPECT_NE(again.err.find("--version: '" + named + "' exists already; choose another, omit --version for the "
                            "next free one, or pass --overwrite"),
             std::string::npos)
       << again.err;
@@ -59,7 +60,7 @@ TEST(RunFolder, EightRunsStartedTogetherGetEightFolders) {
     const std::string n = std::to_string(i);
     script += "(" + kBinary + kQuick + " --seed " + n + " >out" + n + " 2>err" + n + "; echo $? >rc" + n + ") & ";
   }
-  ASSERT_EQ(run_command(script + "wait", dir).exit_code, 0);
+  ASSERT_EQ(run_command("(" + script + "wait)", dir).exit_code, 0);
   std::set<std::string> seeds;
   for (int i = 0; i < 8; ++i) {
     const std::string n = std::to_string(i);

@@ -483,7 +483,7 @@ void Trainer::validate(LightningModule& module, Loop& loop) {
   module.training_ = true;
   module.sink_ = &train_metrics_;
 
-  const Metrics epoch_means = validation_means(*comm_, val_metrics_.entries());  // at rank zero
+  const Metrics epoch_means = validation_means(*comm_, val_metrics_.entries());
   for (const auto& [name, mean] : epoch_means) {
     if (name == "val_loss") stats_.final_val_loss = mean;
   }

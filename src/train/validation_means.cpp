@@ -52,7 +52,7 @@ Metrics validation_means(Communicator& comm, const std::vector<MetricSink::Entry
   if (comm.size() == 1) {
     for (const MetricSink::Entry& e : mine) merged.add_sums(e.name, e.weighted_sum, e.weight);
   } else {
-    for (const std::vector<std::byte>& part : gather_at_rank_zero(comm, pack(mine))) unpack_into(part, merged);
+    for (const std::vector<std::byte>& part : gather_at_every_rank(comm, pack(mine))) unpack_into(part, merged);
   }
   Metrics means;
   for (const MetricSink::Entry& e : merged.entries()) {

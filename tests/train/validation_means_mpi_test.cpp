@@ -14,10 +14,6 @@ TEST(ValidationMeans, RanksWithoutSamplesOrWithOtherMetricsMergeByName) {
   for (int i = 0; i < comm->rank(); ++i) mine.record("val_loss", comm->rank(), 1);
   if (comm->rank() == comm->size() - 1) mine.record("extra", 7.0, 2);
   const Metrics means = validation_means(*comm, mine.entries());
-  if (comm->rank() != 0) {
-    EXPECT_TRUE(means.empty());
-    return;
-  }
   double sum = 0, count = 0;
   for (int r = 0; r < comm->size(); ++r) sum += r * r, count += r;
   ASSERT_EQ(means.size(), 2u);

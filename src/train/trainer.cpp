@@ -273,7 +273,8 @@ void Trainer::restore(LightningModule& module, Loop& loop) {
   restore_checkpoint(checkpoint, module.network(), *loop.optimizer, loop.optimizer_kind);
   const TrainingPosition& at = checkpoint.position;
   epoch_ = at.epoch;
-  global_step_ = at.global_step;  // stats_ count this process's work only, for its throughput
+  global_step_ = at.global_step;
+  stats_.optimizer_steps = global_step_;
   resume_batch_ = at.next_batch;
   if (at.world_size != comm_->size() && at.next_batch > 0) {
     // Another world shards the epoch differently: its micro-batch count does not carry over.
@@ -441,7 +442,8 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
       loop.optimizer->step(net.params(), net.grads());
       net.zero_grads();
       ++global_step_;
-      ++stats_.optimizer_steps;
+      stats_.optimizer_steps = global_step_;
+      ++stats_.optimizer_steps_run;
       if (global_step_ % options_.log_every_n_steps == 0) {
         clock_.enter(Phase::kLogging);
         Metrics metrics = global_mean(train_metrics_.latest());
@@ -573,7 +575,7 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
     std::fputs(profiler_table(ranks, stats_.wall_seconds).c_str(), stdout);
     const double rate = stats_.training_flops_per_sample * stats_.train_samples / stats_.wall_seconds;
     std::printf("Throughput: %.0f samples/s, %.1f optimizer steps/s, %.1f GFLOP/s of model FLOPs (%.0f %% of %d x %.0f GFLOP/s measured GEMM peak)\n",
-                stats_.train_samples / stats_.wall_seconds, stats_.optimizer_steps / stats_.wall_seconds, rate * 1e-9,
+                stats_.train_samples / stats_.wall_seconds, stats_.optimizer_steps_run / stats_.wall_seconds, rate * 1e-9,
                 100.0 * rate / world / stats_.gemm_peak_flops_per_second, world, stats_.gemm_peak_flops_per_second * 1e-9);
   }
 }

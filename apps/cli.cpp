@@ -20,9 +20,10 @@
 namespace ddp {
 namespace {
 
-int run_train(const CLI::App& command, const RunOptions& run, int argc, char** argv) {
-  const Config config = resolve_config(typed_options(command, run), run.preset, run.config_file);
+int run_train(const CLI::App& command, const RunOptions& run, bool overwrite, int argc, char** argv) {
+  Config config = resolve_config(typed_options(command, run), run.preset, run.config_file);
   validate_config(config);
+  config.trainer.overwrite = overwrite;
   if (config.trainer.strategy == "single" && launched_by_mpi() && launcher_world_size() > 1) {
     throw UsageError(fmt::format("--strategy single trains on one device, but mpirun started {} ranks; use "
                                  "--strategy ddp (or auto)",
@@ -41,7 +42,7 @@ int run_train(const CLI::App& command, const RunOptions& run, int argc, char** a
   const auto start = job_start_time();
   Trainer trainer(config.trainer, resolved_options(config));
   trainer.fit(model, data);
-  if (trainer.is_global_zero()) {
+  if (trainer.is_global_zero() && !trainer.nothing_left_to_train()) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("Logs and summary: %s\n", trainer.log_dir().c_str());
     std::printf("Training completed in %.2f seconds\n", seconds);
@@ -59,6 +60,8 @@ int run_cli(int argc, char** argv) {
   RunOptions train_options;
   CLI::App* train = app.add_subcommand("train", "one training run (the seed's script)");
   add_run_options(*train, train_options);
+  bool train_overwrite = false;
+  train->add_flag("--overwrite", train_overwrite, "replace an existing --version folder")->group("observability");
   DoctorCommands doctor_commands;
   add_doctor_commands(app, doctor_commands);
   add_predict_command(app);
@@ -70,7 +73,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     throw UsageError(fmt::format("{}; run 'ddpscope --help' or 'ddpscope train --help'", e.what()));
   }
-  if (train->parsed()) return run_train(*train, train_options, argc, argv);
+  if (train->parsed()) return run_train(*train, train_options, train_overwrite, argc, argv);
   return run_doctor_commands(doctor_commands, argc, argv);
 }
 

@@ -81,26 +81,11 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
   }
   validate_config(config);
 
-  namespace fs = std::filesystem;
-  const fs::path parent = fs::path(config.trainer.default_root_dir) / config.trainer.name;
-  if (!config.trainer.version.empty()) {
-    const std::string folder = std::all_of(config.trainer.version.begin(), config.trainer.version.end(), ::isdigit)
-                                   ? "version_" + config.trainer.version
-                                   : config.trainer.version;
-    if (fs::exists(parent / folder)) {
-      if (!overwrite) {
-        throw UsageError(fmt::format("--version: '{}' exists already; choose another, omit --version for the next "
-                                     "free one, or pass --overwrite",
-                                     (parent / folder).string()));
-      }
-      fs::remove_all(parent / folder);
-    }
-  }
   DoctorRequest request;
   request.config = config;
   request.devices = devices;
   request.ablations = ablations;
-  request.dir = make_run_dir(config.trainer.default_root_dir, config.trainer.name, config.trainer.version);
+  request.dir = make_run_dir(config.trainer.default_root_dir, config.trainer.name, config.trainer.version, overwrite);
   request.notes = notes;
   std::string typed = "ddpscope";
   for (int i = 1; i < argc; ++i) typed += std::string(" ") + argv[i];

@@ -48,8 +48,8 @@ RunRecord run_training(const std::string& executable, const Config& config, int 
   for (const std::string& arg : train_arguments(shown)) shown_args.push_back(arg);
   run.command = shell_command(shown_args);
 
-  const std::filesystem::path dir = root / "runs" / folder;
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = root / "runs" / folder;  // made by the child, which refuses one that exists
+  std::filesystem::create_directories(root / "runs");
   const ChildResult child = run_child(args, root / "runs" / (folder + ".out"), root / "runs" / (folder + ".err"));
   if (child.exit_code != 0) {
     run.error = fmt::format("exit code {}: {}", child.exit_code, child.stderr_text.empty() ? "(no message)" : child.stderr_text);

@@ -3,38 +3,74 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <system_error>
 
 #include "base/error.h"
 
 namespace ddp {
+namespace {
 
-std::filesystem::path make_run_dir(const std::string& root, const std::string& name, const std::string& version) {
-  namespace fs = std::filesystem;
+namespace fs = std::filesystem;
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// One more than the highest version_<n> in parent: where the search for a free one starts.
+int64_t next_version(const fs::path& parent) {
+  int64_t next = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
+    const std::string n = entry.path().filename().string();
+    if (n.rfind("version_", 0) == 0 && all_digits(n.substr(8)) && n.size() <= 8 + 18) {  // fits int64
+      next = std::max<int64_t>(next, std::stoll(n.substr(8)) + 1);
+    }
+  }
+  return next;
+}
+
+// Creates dir itself (not its parents); false when it exists already.
+bool create_exclusively(const fs::path& dir) {
+  std::error_code ec;
+  const bool created = fs::create_directory(dir, ec);
+  if (ec) throw UsageError(fmt::format("--default-root-dir: cannot create '{}': {}", dir.string(), ec.message()));
+  return created;
+}
+
+}  // namespace
+
+fs::path make_run_dir(const std::string& root, const std::string& name, const std::string& version, bool overwrite) {
   const fs::path parent = fs::path(root) / name;
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) {
     throw UsageError(fmt::format("--default-root-dir: cannot create '{}': {}", parent.string(), ec.message()));
   }
-  std::string folder = version;
-  if (folder.empty()) {
-    int64_t next = 0;
-    for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
-      const std::string n = entry.path().filename().string();
-      if (n.rfind("version_", 0) == 0 && n.size() > 8 &&
-          std::all_of(n.begin() + 8, n.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-        next = std::max<int64_t>(next, std::stoll(n.substr(8)) + 1);
+  fs::path dir;
+  if (version.empty()) {
+    // Another run may take the same number between the scan and the creation: then the
+    // creation fails and the next number is tried.
+    for (int64_t n = next_version(parent);; ++n) {
+      dir = parent / fmt::format("version_{}", n);
+      if (create_exclusively(dir)) break;
+    }
+  } else {
+    dir = parent / (all_digits(version) ? "version_" + version : version);
+    if (!create_exclusively(dir)) {
+      if (!overwrite) {
+        throw UsageError(fmt::format("--version: '{}' exists already; choose another, omit --version for the next "
+                                     "free one, or pass --overwrite",
+                                     dir.string()));
+      }
+      fs::remove_all(dir, ec);
+      if (ec) throw UsageError(fmt::format("--overwrite: cannot remove '{}': {}", dir.string(), ec.message()));
+      if (!create_exclusively(dir)) {
+        throw UsageError(fmt::format("--overwrite: another run created '{}' while it was being replaced", dir.string()));
       }
     }
-    folder = fmt::format("version_{}", next);
-  } else if (std::all_of(folder.begin(), folder.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-    folder = "version_" + folder;
   }
-  const fs::path dir = parent / folder;
-  fs::create_directories(dir, ec);
-  if (ec) throw UsageError(fmt::format("--default-root-dir: cannot create '{}': {}", dir.string(), ec.message()));
-  // Creating is not enough: a read-only folder that already exists must be refused too.
+  // Creating is not enough: a read-only folder must be refused too.
   const fs::path probe = dir / ".ddpscope-write-test";
   if (FILE* f = std::fopen(probe.c_str(), "w")) {
     std::fclose(f);

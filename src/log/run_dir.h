@@ -5,8 +5,12 @@
 
 namespace ddp {
 
-// Creates and returns the run folder. version: empty for the next free number, digits for
-// version_<digits>, anything else used as the folder name. Unwritable: UsageError.
-std::filesystem::path make_run_dir(const std::string& root, const std::string& name, const std::string& version);
+// Creates and returns a run folder that no other run is using: the folder itself is
+// created exclusively, so concurrent runs each get their own. version: empty for the next
+// free number, digits for version_<digits>, anything else used as the folder name. A
+// named folder that exists is refused (UsageError) unless overwrite, which replaces it.
+// Unwritable: UsageError.
+std::filesystem::path make_run_dir(const std::string& root, const std::string& name, const std::string& version,
+                                   bool overwrite = false);
 
 }  // namespace ddp

@@ -46,6 +46,7 @@ struct TrainerOptions {
   std::string default_root_dir = ".";
   std::string name = "ddpscope_logs";
   std::string version;                 // empty: the next free version_<n>
+  bool overwrite = false;              // replace the --version folder when it exists
   std::string progress_bar = "auto";  // auto | on | off
   // checkpoints
   std::string ckpt_path;

@@ -130,10 +130,14 @@ void validate_config(const Config& c) {
       reject_value("logger", t.logger, "each of csv, tensorboard, jsonl at most once, or none alone");
     }
   }
-  if (t.name.empty() || t.name.find('/') != std::string::npos) {
-    reject_value("name", t.name, "a non-empty folder name without '/'");
+  // One folder each inside the root: '.' or '..' would put the run's files beside or above it.
+  const auto is_dots = [](const std::string& folder) { return folder == "." || folder == ".."; };
+  if (t.name.empty() || t.name.find('/') != std::string::npos || is_dots(t.name)) {
+    reject_value("name", t.name, "a non-empty folder name without '/', other than '.' and '..'");
   }
-  if (t.version.find('/') != std::string::npos) reject_value("version", t.version, "a folder name without '/'");
+  if (t.version.find('/') != std::string::npos || is_dots(t.version)) {
+    reject_value("version", t.version, "a folder name without '/', other than '.' and '..'");
+  }
 
   // What belongs to later parts of the engine is refused until it exists.
   auto not_yet = [](const std::string& what) {

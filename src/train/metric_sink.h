@@ -20,10 +20,14 @@ class MetricSink {
   };
 
   void record(std::string_view name, double value, int64_t batch_size) {
+    find(name).last = value;
+    add_sums(name, value * static_cast<double>(batch_size), static_cast<double>(batch_size));
+  }
+  // Sums recorded elsewhere (another rank's), merged into this sink's.
+  void add_sums(std::string_view name, double weighted_sum, double weight) {
     Entry& e = find(name);
-    e.last = value;
-    e.weighted_sum += value * static_cast<double>(batch_size);
-    e.weight += static_cast<double>(batch_size);
+    e.weighted_sum += weighted_sum;
+    e.weight += weight;
   }
   void clear() { entries_.clear(); }
   std::vector<Entry>& entries() { return entries_; }

@@ -56,7 +56,7 @@ nlohmann::ordered_json summary_json(const RunStats& stats,
   const double model_flops = stats.training_flops_per_sample * samples_per_second;
   j["throughput"] = {
       {"samples_per_second", samples_per_second},
-      {"optimizer_steps_per_second", stats.wall_seconds > 0 ? stats.optimizer_steps / stats.wall_seconds : 0.0},
+      {"optimizer_steps_per_second", stats.wall_seconds > 0 ? stats.optimizer_steps_run / stats.wall_seconds : 0.0},
       {"model_flops_per_second", model_flops},
       {"gemm_peak_flops_per_second_per_device", stats.gemm_peak_flops_per_second},
       {"flop_share_of_peak", stats.gemm_peak_flops_per_second > 0

@@ -25,7 +25,8 @@ struct RunStats {
   // doctor needs to extrapolate from steady epochs (a list would grow with the run).
   double first_epoch_end_seconds = 0;
   double last_epoch_end_seconds = 0;
-  int64_t optimizer_steps = 0;
+  int64_t optimizer_steps = 0;      // the global step: a resumed run counts from its checkpoint's
+  int64_t optimizer_steps_run = 0;  // by this process: what its throughput counts, as train_samples
   int64_t train_samples = 0;  // over all ranks
   double wall_seconds = 0;
   std::optional<double> final_train_loss;

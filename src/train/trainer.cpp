@@ -29,6 +29,7 @@
 #include "tensor/gemm.h"
 #include "train/checkpoint.h"
 #include "base/stop_signal.h"
+#include "train/validation_means.h"
 
 namespace ddp {
 
@@ -144,6 +145,8 @@ void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& lo
   loop.optimizer_kind = optimizer_config.kind;
   loop.optimizer = make_optimizer(optimizer_config, module.network().num_params());
   restore(module, loop);
+  if (nothing_left_to_train()) return;
+  open_run_dir();
   if (comm_->size() > 1) start_distributed(module, loop);
   loop.train_loader = std::make_unique<Loader>(*loop.train_spec.dataset, loop.train_spec.batch_size,
                                                loop.train_spec.num_workers);
@@ -153,7 +156,6 @@ void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& lo
   start_monitor();
 
   if (!is_global_zero()) return;  // only rank zero writes files
-  log_dir_ = make_run_dir(options_.default_root_dir, options_.name, options_.version);
   write_file_atomically(log_dir_ / "hparams.yaml", hparams_yaml(hparams_));
   for (size_t start = 0; start <= options_.logger.size();) {
     const size_t comma = std::min(options_.logger.find(',', start), options_.logger.size());
@@ -163,6 +165,25 @@ void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& lo
     if (name == "jsonl") loggers_.push_back(std::make_unique<JsonlLogger>(log_dir_));
     start = comma + 1;
   }
+}
+
+// Rank zero makes the run folder; every rank learns whether it could, so that a refused
+// folder ends every rank with the same usage error instead of leaving them waiting.
+void Trainer::open_run_dir() {
+  std::string error;
+  if (is_global_zero()) {
+    try {
+      log_dir_ = make_run_dir(options_.default_root_dir, options_.name, options_.version, options_.overwrite);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+  }
+  if (comm_->size() > 1) {
+    std::vector<double> failed = {error.empty() ? 0.0 : 1.0};
+    comm_->allreduce_sum(std::span<double>(failed));
+    if (failed[0] > 0 && error.empty()) error = "rank zero could not make the run folder";  // printed by rank zero
+  }
+  if (!error.empty()) throw UsageError(error);
 }
 
 void Trainer::start_distributed(LightningModule& module, Loop& loop) {
@@ -267,6 +288,14 @@ void Trainer::restore(LightningModule& module, Loop& loop) {
   }
 }
 
+// A checkpoint at --max-epochs or --max-steps leaves nothing to do: fit() says so and
+// returns, with no run folder and no throughput of zero work.
+bool Trainer::nothing_left_to_train() const {
+  if (options_.ckpt_path.empty()) return false;
+  return (options_.max_epochs >= 0 && epoch_ >= options_.max_epochs) ||
+         (options_.max_steps > 0 && global_step_ >= options_.max_steps);
+}
+
 // The position after `next_batch` micro-batches of `epoch` (an epoch's end: the next epoch).
 void Trainer::save_checkpoint_files(LightningModule& module, Loop& loop, int64_t epoch, int64_t next_batch,
                                     bool periodic) {
@@ -308,6 +337,18 @@ void Trainer::fit(LightningModule& module, LightningDataModule& data) {
   Loop loop;
   StopSignals signals;
   setup(module, data, loop);
+  if (nothing_left_to_train()) {
+    if (is_global_zero()) {
+      const bool by_steps = options_.max_steps > 0 && global_step_ >= options_.max_steps;
+      std::printf("Nothing left to train: the checkpoint %s is at epoch %lld, optimizer step %lld, which %s %lld "
+                  "has reached; raise %s to train further\n",
+                  options_.ckpt_path.c_str(), static_cast<long long>(epoch_), static_cast<long long>(global_step_),
+                  by_steps ? "--max-steps" : "--max-epochs",
+                  static_cast<long long>(by_steps ? options_.max_steps : options_.max_epochs),
+                  by_steps ? "--max-steps" : "--max-epochs");
+    }
+    return;
+  }
   try {
     for (; options_.max_epochs < 0 || epoch_ < options_.max_epochs; ++epoch_) {
       const bool completed = train_epoch(module, loop);
@@ -403,6 +444,7 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
       net.zero_grads();
       ++global_step_;
       stats_.optimizer_steps = global_step_;
+      ++stats_.optimizer_steps_run;
       if (global_step_ % options_.log_every_n_steps == 0) {
         clock_.enter(Phase::kLogging);
         Metrics metrics = global_mean(train_metrics_.latest());
@@ -444,14 +486,9 @@ void Trainer::validate(LightningModule& module, Loop& loop) {
   module.training_ = true;
   module.sink_ = &train_metrics_;
 
-  std::vector<MetricSink::Entry>& entries = val_metrics_.entries();
-  std::vector<double> sums;
-  for (const MetricSink::Entry& e : entries) sums.insert(sums.end(), {e.weighted_sum, e.weight});
-  if (comm_->size() > 1) comm_->allreduce_sum(std::span<double>(sums));
-  Metrics epoch_means;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    epoch_means.emplace_back(entries[i].name, sums[2 * i + 1] > 0 ? sums[2 * i] / sums[2 * i + 1] : 0.0);
-    if (entries[i].name == "val_loss") stats_.final_val_loss = epoch_means.back().second;
+  const Metrics epoch_means = validation_means(*comm_, val_metrics_.entries());
+  for (const auto& [name, mean] : epoch_means) {
+    if (name == "val_loss") stats_.final_val_loss = mean;
   }
   clock_.enter(Phase::kLogging);
   log_metrics(epoch_means, std::max<int64_t>(global_step_ - 1, 0));
@@ -539,7 +576,7 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
     std::fputs(profiler_table(ranks, stats_.wall_seconds).c_str(), stdout);
     const double rate = stats_.training_flops_per_sample * stats_.train_samples / stats_.wall_seconds;
     std::printf("Throughput: %.0f samples/s, %.1f optimizer steps/s, %.1f GFLOP/s of model FLOPs (%.0f %% of %d x %.0f GFLOP/s measured GEMM peak)\n",
-                stats_.train_samples / stats_.wall_seconds, stats_.optimizer_steps / stats_.wall_seconds, rate * 1e-9,
+                stats_.train_samples / stats_.wall_seconds, stats_.optimizer_steps_run / stats_.wall_seconds, rate * 1e-9,
                 100.0 * rate / world / stats_.gemm_peak_flops_per_second, world, stats_.gemm_peak_flops_per_second * 1e-9);
   }
 }

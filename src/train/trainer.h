@@ -40,6 +40,8 @@ class Trainer {
   const std::filesystem::path& log_dir() const { return log_dir_; }
   int64_t global_step() const { return global_step_; }
   const RunStats& stats() const { return stats_; }
+  // After setup: the checkpoint being resumed is already at --max-epochs or --max-steps.
+  bool nothing_left_to_train() const;
 
  private:
   struct Loop;  // the loaders and optimizer of one fit()
@@ -48,6 +50,7 @@ class Trainer {
   bool train_epoch(LightningModule& module, Loop& loop);
   void validate(LightningModule& module, Loop& loop);
   void start_distributed(LightningModule& module, Loop& loop);
+  void open_run_dir();
   Metrics global_mean(const Metrics& local);
   Metrics device_utilization();
   void start_monitor();

@@ -1,0 +1,57 @@
+// The run folder: exclusive creation, so that runs started together never share a folder.
+#include "log/run_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <latch>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+TEST(RunDir, RunsStartedAtTheSameInstantEachGetTheirOwnVersion) {
+  const auto root = testing::fresh_dir("run_dir_race");
+  constexpr int kRuns = 8;
+  for (int round = 0; round < 4; ++round) {
+    std::vector<std::filesystem::path> dirs(kRuns);
+    std::latch start(kRuns);
+    std::vector<std::thread> runs;
+    for (int i = 0; i < kRuns; ++i) {
+      runs.emplace_back([&, i] {
+        start.arrive_and_wait();  // all scan for the next free number together
+        dirs[i] = make_run_dir(root.string(), "logs", "");
+      });
+    }
+    for (std::thread& t : runs) t.join();
+    const std::set<std::filesystem::path> distinct(dirs.begin(), dirs.end());
+    EXPECT_EQ(distinct.size(), static_cast<std::size_t>(kRuns)) << "round " << round;
+  }
+  EXPECT_TRUE(std::filesystem::exists(root / "logs" / "version_31"));
+  EXPECT_FALSE(std::filesystem::exists(root / "logs" / "version_32"));
+}
+
+TEST(RunDir, ANamedVersionThatExistsIsRefusedOrReplacedWithOverwrite) {
+  const auto root = testing::fresh_dir("run_dir_named");
+  const auto dir = make_run_dir(root.string(), "logs", "7");
+  EXPECT_EQ(dir, root / "logs" / "version_7");
+  std::ofstream(dir / "old.csv") << "from another run";
+  try {
+    make_run_dir(root.string(), "logs", "7");
+    FAIL() << "an existing version was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--version: '" + dir.string() + "' exists already"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "old.csv"));
+  EXPECT_EQ(make_run_dir(root.string(), "logs", "7", /*overwrite=*/true), dir);
+  EXPECT_FALSE(std::filesystem::exists(dir / "old.csv"));
+}
+
+}  // namespace
+}  // namespace ddp

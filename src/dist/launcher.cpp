@@ -47,6 +47,8 @@ std::optional<std::string> find_on_path(const std::string& name) {
   return std::nullopt;
 }
 
+}  // namespace
+
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -54,6 +56,8 @@ int available_cores() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
 }
+
+namespace {
 
 // What mpirun says when it takes the job down because of one rank (Open MPI 4.1):
 //   "mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)."

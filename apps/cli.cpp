@@ -50,6 +50,27 @@ int run_train(const CLI::App& command, const RunOptions& run, bool overwrite, in
   return 0;
 }
 
+// CLI11's messages say what its parser expected ("A subcommand is required", "--lr: 1
+// required  missing"); these say what the user did.
+std::string in_user_words(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  const std::string what = e.what();
+  if (e.get_name() == "RequiredError" && what.starts_with("A subcommand")) {
+    std::vector<std::string> commands;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (!sub->get_group().empty()) commands.push_back(sub->get_name());
+    }
+    const std::string expected = fmt::format("one of {}", fmt::join(commands, ", "));
+    if (argc < 2) return "no command given; expected " + expected;
+    return fmt::format("'{}' is not a command; expected {}", argv[1], expected);
+  }
+  const std::size_t colon = what.find(": ");
+  if (e.get_name() == "ArgumentMismatch" && what.ends_with("missing") && colon != std::string::npos) {
+    const std::string option = what.substr(0, colon);
+    return fmt::format("{} needs a value: {} VALUE", option, option);
+  }
+  return what;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -71,7 +92,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
-    throw UsageError(fmt::format("{}; run 'ddpscope --help' or 'ddpscope train --help'", e.what()));
+    throw UsageError(fmt::format("{}; run 'ddpscope --help' or 'ddpscope train --help'", in_user_words(app, e, argc, argv)));
   }
   if (train->parsed()) return run_train(*train, train_options, train_overwrite, argc, argv);
   return run_doctor_commands(doctor_commands, argc, argv);

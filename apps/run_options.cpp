@@ -3,12 +3,25 @@
 #include <algorithm>
 
 #include "train/options.h"
+#include "train/parse_value.h"
 
 namespace ddp {
 
 void add_run_options(CLI::App& command, RunOptions& run, const std::vector<std::string>& skip) {
-  command.add_option("--preset", run.preset, "a named configuration: seed (the seed's Trainer)")->group("presets");
-  command.add_option("--config", run.config_file, "YAML file of options (names without dashes)")->group("presets");
+  // Given twice, the last one wins, as for every other option; an empty value is refused,
+  // not taken for "none given".
+  command.add_option("--preset", run.preset, "a named configuration: seed (the seed's Trainer)")
+      ->group("presets")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->each([](const std::string& v) {
+        if (v.empty()) reject_value("preset", v, "seed");
+      });
+  command.add_option("--config", run.config_file, "YAML file of options (names without dashes)")
+      ->group("presets")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->each([](const std::string& v) {
+        if (v.empty()) reject_value("config", v, "the path of a YAML file");
+      });
   command.add_flag("--verbose", run.verbose, "also show Open MPI's own messages of a multi-rank job")
       ->group("observability");
   for (const OptionSpec& spec : option_specs()) {

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 
 namespace ddp {
 namespace {
@@ -77,7 +78,7 @@ std::string parse_float(std::string_view cell, float& value) {
   const std::errc ec = parse_double(cell, parsed).ec;
   const auto because = [&](const char* what) {
     std::string message = "cell '";
-    message += cell;
+    message += excerpt(cell);
     message += "' ";
     message += what;
     return message;

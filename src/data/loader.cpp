@@ -19,7 +19,7 @@ struct Loader::Slot {
   int64_t batch = 0;
   int64_t generation = -1;
   std::vector<int64_t> indices;  // the batch's sample indices, copied so the fill needs no lock
-  Buffer x, y;                   // (batch_size, I), (batch_size, O)
+  Buffer x, y;                   // (rows, I), (rows, O): rows = min(batch_size, dataset size)
   std::exception_ptr error;      // what the dataset threw while filling this batch
 };
 
@@ -27,12 +27,14 @@ Loader::Loader(const Dataset& dataset, int64_t batch_size, int workers)
     : dataset_(dataset), batch_size_(batch_size), workers_(workers) {
   DDP_CHECK(batch_size > 0 && workers >= 0);
   // Two slots per worker: each worker can fill one batch while the consumer reads another.
+  // A batch never holds more samples than the dataset has, whatever --batch-size says.
   const int slots = workers == 0 ? 1 : 2 * workers;
+  const int64_t rows = std::min(batch_size, dataset.size());
   for (int i = 0; i < slots; ++i) {
     auto slot = std::make_unique<Slot>();
-    slot->x = Buffer(batch_size * dataset.input_dim());
-    slot->y = Buffer(batch_size * dataset.output_dim());
-    slot->indices.reserve(batch_size);
+    slot->x = Buffer(rows * dataset.input_dim());
+    slot->y = Buffer(rows * dataset.output_dim());
+    slot->indices.reserve(rows);
     slots_.push_back(std::move(slot));
   }
   try {

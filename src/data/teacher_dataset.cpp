@@ -21,6 +21,12 @@ constexpr int64_t kProbeSamples = 4096;
 
 }  // namespace
 
+double TeacherDataset::setup_floats(int64_t input_dim, int64_t output_dim) {
+  const double in = static_cast<double>(input_dim), out = static_cast<double>(output_dim);
+  // w1t_ and w1 (I x kHidden each), b1_, w2_ (O x kHidden), b2_, scale_, px, py.
+  return 2 * in * kHidden + kHidden + out * kHidden + 2 * out + kProbeSamples * (in + out);
+}
+
 TeacherDataset::TeacherDataset(int64_t size, int64_t input_dim, int64_t output_dim, uint64_t seed)
     : size_(size),
       input_dim_(input_dim),

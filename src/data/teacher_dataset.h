@@ -16,6 +16,8 @@ class TeacherDataset : public Dataset {
   static constexpr float kNoise = 0.01f;
 
   TeacherDataset(int64_t size, int64_t input_dim, int64_t output_dim, uint64_t seed);
+  // Floats the constructor allocates (the teacher, and probe samples while scaling it).
+  static double setup_floats(int64_t input_dim, int64_t output_dim);
   int64_t size() const override { return size_; }
   int64_t input_dim() const override { return input_dim_; }
   int64_t output_dim() const override { return output_dim_; }

@@ -45,6 +45,8 @@ std::optional<std::string> find_on_path(const std::string& name) {
   return std::nullopt;
 }
 
+}  // namespace
+
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -53,6 +55,7 @@ int available_cores() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+namespace {
 
 std::string signal_description(int signal) {
   const char* text = strsignal(signal);

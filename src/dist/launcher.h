@@ -29,6 +29,9 @@ struct LaunchOptions {
 // a fork bomb. Throws UsageError when mpirun is not on PATH.
 int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch);
 
+// The cores this process may run on (its affinity mask).
+int available_cores();
+
 // When this rank was started by relaunch_under_mpirun: the moment of the launch, on this
 // process's steady clock; otherwise now. Wall times count from here, start-up included.
 std::chrono::steady_clock::time_point job_start_time();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -129,6 +130,29 @@ void add_extras(const SafetensorsFile& file, const std::vector<Slot>& slots, con
   }
   if (extras > kMaxExtrasNamed)
     problems.push_back(fmt::format("and {} more tensors not in {}", extras - kMaxExtrasNamed, what_lacks_them));
+}
+
+// A parameter or state that is NaN or infinite would only fail later, as a diverged run:
+// refused at load, naming the tensor (DataError). `what` names the file for the message.
+void check_finite(const std::string& what, const std::vector<Slot>& slots, const std::vector<const Tensor*>& tensors) {
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const Tensor& tensor = *tensors[i];
+    for (int64_t j = 0; j < tensor.numel(); ++j) {
+      double value = 0;
+      if (tensor.dtype == Dtype::kF32) {
+        float f = 0;
+        std::memcpy(&f, tensor.bytes.data() + j * sizeof(float), sizeof(float));
+        value = f;
+      } else {
+        std::memcpy(&value, tensor.bytes.data() + j * sizeof(double), sizeof(double));
+      }
+      if (!std::isfinite(value) || std::fabs(value) > std::numeric_limits<float>::max()) {
+        throw DataError(fmt::format("{}: tensor '{}' holds {} at element {}; the run that wrote it had diverged or the "
+                                    "file is damaged: use an earlier checkpoint",
+                                    what, slots[i].name, value, j));
+      }
+    }
+  }
 }
 
 // Only after every check passed, so that a refused file leaves the model untouched.
@@ -290,6 +314,7 @@ void restore_checkpoint(const LoadedCheckpoint& checkpoint, Mlp& model, Optimize
       hint += " (SGD keeps a momentum buffer only when --momentum is not 0: the checkpoint and this run disagree)";
     throw UsageError(fmt::format("checkpoint {} does not fit this run: {}{}", path, joined(problems), hint));
   }
+  check_finite("checkpoint " + path, slots, found);
   copy_in(slots, found);
   optimizer.set_steps(steps);
 }
@@ -313,6 +338,7 @@ void load_parameters(const std::filesystem::path& file, Mlp& model) {
     throw UsageError(
         fmt::format("--init-from {}: the file does not fit the model: {}{}", file.string(), joined(problems), hint));
   }
+  check_finite("--init-from " + file.string(), slots, found);
   copy_in(slots, found);
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "train/memory_check.h"
 #include "train/options.h"
 #include "train/parse_value.h"
 
@@ -43,6 +44,10 @@ bool is_known_option(const std::string& key) {
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    throw UsageError(fmt::format("--config: '{}' is a folder; expected a YAML file", path));
+  }
   std::ifstream in(path);
   if (!in) throw UsageError(fmt::format("--config: cannot read '{}': no such file or not readable", path));
   YAML::Node root;
@@ -102,11 +107,9 @@ Config resolve_config(const std::vector<std::pair<std::string, std::string>>& co
 
 void validate_config(const Config& c) {
   const TrainerOptions& t = c.trainer;
-  if (t.max_epochs == 0) reject_value("max-epochs", "0", "an integer >= 1, or -1 with --max-steps");
   if (t.max_epochs == -1 && t.max_steps == -1) {
     throw UsageError("--max-epochs -1 trains until --max-steps, which is not set: give --max-steps N or --max-epochs N");
   }
-  if (t.max_steps == 0) reject_value("max-steps", "0", "an integer >= 1, or -1 for no limit");
   if (c.optimizer.momentum != 0 && c.optimizer.kind != OptimizerKind::kSgd) {
     throw UsageError(fmt::format("--momentum {} applies to --optimizer sgd only (the optimizer is {})",
                                  format_real(c.optimizer.momentum), optimizer_name(c.optimizer.kind)));
@@ -138,6 +141,11 @@ void validate_config(const Config& c) {
   if (t.version.find('/') != std::string::npos || is_dots(t.version)) {
     reject_value("version", t.version, "a folder name without '/', other than '.' and '..'");
   }
+  if (!t.ckpt_path.empty() && !t.init_from.empty()) {
+    throw UsageError(fmt::format("--init-from {} and --ckpt-path {} contradict: --ckpt-path restores the parameters, "
+                                 "the optimizer state and the position; give one of them",
+                                 t.init_from, t.ckpt_path));
+  }
 
   // What belongs to later parts of the engine is refused until it exists.
   auto not_yet = [](const std::string& what) {
@@ -148,6 +156,7 @@ void validate_config(const Config& c) {
     throw UsageError(fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp",
                                  t.devices));
   }
+  check_memory(c);
 }
 
 }  // namespace ddp

@@ -33,12 +33,15 @@ OptionSpec integer(std::string name, std::string group, std::string help, int64_
   return spec;
 }
 
+// accepted says the range [min, max] in the user's words ("a number > 0" for min = the
+// smallest positive double).
 template <typename Field>
-OptionSpec real(std::string name, std::string group, std::string help, double min_exclusive, Field field) {
+OptionSpec real(std::string name, std::string group, std::string help, double min, double max, std::string accepted,
+                Field field) {
   OptionSpec spec = named(name, std::move(group), std::move(help));
-  spec.set = [name, min_exclusive, field](Config& c, const std::string& v) {
+  spec.set = [name, min, max, accepted, field](Config& c, const std::string& v) {
     const double x = parse_real(name, v);
-    if (!(x > min_exclusive)) reject_value(name, v, fmt::format("a number > {}", min_exclusive));
+    if (!(x >= min && x <= max)) reject_value(name, v, accepted);
     field(c) = x;
   };
   spec.get = [field](const Config& c) { return format_real(field(const_cast<Config&>(c))); };
@@ -75,6 +78,20 @@ OptionSpec flag(std::string name, std::string negation, std::string group, std::
   spec.negation = std::move(negation);
   spec.set = [name, field](Config& c, const std::string& v) { field(c) = parse_bool(name, v); };
   spec.get = [field](const Config& c) { return field(const_cast<Config&>(c)) ? "true" : "false"; };
+  return spec;
+}
+
+// -1 or a count >= 1: --max-epochs, --max-steps.
+template <typename Field>
+OptionSpec count_or_minus_one(std::string name, std::string group, std::string help, std::string accepted,
+                              Field field) {
+  OptionSpec spec = named(name, std::move(group), std::move(help));
+  spec.set = [name, accepted, field](Config& c, const std::string& v) {
+    const int64_t x = parse_int(name, v, -1, kNoMax, accepted);
+    if (x == 0) reject_value(name, v, accepted);
+    field(c) = x;
+  };
+  spec.get = [field](const Config& c) { return std::to_string(field(const_cast<Config&>(c))); };
   return spec;
 }
 
@@ -125,12 +142,11 @@ OptionSpec limit_train_batches_option() {
   OptionSpec spec = named("limit-train-batches", "trainer",
                           "a fraction of each epoch's batches (with a point, in (0,1]) or a count");
   spec.set = [](Config& c, const std::string& v) {
+    const std::string accepted = "a fraction in (0,1] (with a point, e.g. 0.25) or a count >= 1";
     const bool fraction = v.find_first_of(".eE") != std::string::npos;
     const double x = fraction ? parse_real("limit-train-batches", v)
-                              : static_cast<double>(parse_int("limit-train-batches", v, 1, kNoMax));
-    if (fraction && !(x > 0 && x <= 1)) {
-      reject_value("limit-train-batches", v, "a fraction in (0,1] or a count >= 1");
-    }
+                              : static_cast<double>(parse_int("limit-train-batches", v, 1, kNoMax, accepted));
+    if (fraction && !(x > 0 && x <= 1)) reject_value("limit-train-batches", v, accepted);
     c.trainer.limit_train_batches = x;
     c.trainer.limit_train_batches_is_count = !fraction;
   };
@@ -163,6 +179,13 @@ OptionSpec seed_option() {
   return spec;
 }
 
+constexpr double kAboveZero = std::numeric_limits<double>::denorm_min();
+constexpr double kNoMaxReal = std::numeric_limits<double>::max();
+// A bucket holds at least one byte (2^-20 MiB); at most 1 TiB, which converts to a byte
+// count without overflow.
+constexpr double kMinBucketMb = 1.0 / (1 << 20);
+constexpr double kMaxBucketMb = 1 << 20;
+
 std::vector<OptionSpec> make_table() {
   using C = Config;
   std::vector<OptionSpec> t;
@@ -181,14 +204,14 @@ std::vector<OptionSpec> make_table() {
   t.push_back(seed_option());
   // optimizer
   t.push_back(optimizer_option());
-  t.push_back(real("lr", "optimizer", "learning rate", 0.0, [](C& c) -> auto& { return c.optimizer.lr; }));
-  t.push_back(real("momentum", "optimizer", "SGD momentum (>= 0)", -1e-300, [](C& c) -> auto& { return c.optimizer.momentum; }));
+  t.push_back(real("lr", "optimizer", "learning rate", kAboveZero, kNoMaxReal, "a number > 0", [](C& c) -> auto& { return c.optimizer.lr; }));
+  t.push_back(real("momentum", "optimizer", "SGD momentum (>= 0)", 0.0, kNoMaxReal, "a number >= 0", [](C& c) -> auto& { return c.optimizer.momentum; }));
   t.push_back(weight_decay_option());
   t.push_back(betas_option());
-  t.push_back(real("eps", "optimizer", "Adam's epsilon, added after the square root", 0.0, [](C& c) -> auto& { return c.optimizer.eps; }));
+  t.push_back(real("eps", "optimizer", "Adam's epsilon, added after the square root", kAboveZero, kNoMaxReal, "a number > 0", [](C& c) -> auto& { return c.optimizer.eps; }));
   // trainer
-  t.push_back(integer("max-epochs", "trainer", "epochs to train (-1: until --max-steps)", -1, kNoMax, [](C& c) -> auto& { return c.trainer.max_epochs; }));
-  t.push_back(integer("max-steps", "trainer", "stop after this many optimizer steps (-1: no limit)", -1, kNoMax, [](C& c) -> auto& { return c.trainer.max_steps; }));
+  t.push_back(count_or_minus_one("max-epochs", "trainer", "epochs to train (-1: until --max-steps)", "an integer >= 1, or -1 with --max-steps", [](C& c) -> auto& { return c.trainer.max_epochs; }));
+  t.push_back(count_or_minus_one("max-steps", "trainer", "stop after this many optimizer steps (-1: no limit)", "an integer >= 1, or -1 for no limit", [](C& c) -> auto& { return c.trainer.max_steps; }));
   t.push_back(integer("accumulate-grad-batches", "trainer", "micro-batches per optimizer step", 1, kNoMax, [](C& c) -> auto& { return c.trainer.accumulate_grad_batches; }));
   t.push_back(integer("check-val-every-n-epoch", "trainer", "validate every N epochs", 1, kNoMax, [](C& c) -> auto& { return c.trainer.check_val_every_n_epoch; }));
   t.push_back(limit_train_batches_option());
@@ -199,7 +222,7 @@ std::vector<OptionSpec> make_table() {
   t.push_back(choice("strategy", "trainer", "auto | single | ddp", {"auto", "single", "ddp"}, [](C& c) -> auto& { return c.trainer.strategy; }));
   t.push_back(integer("threads-per-device", "trainer", "BLAS threads per rank", 1, 256, [](C& c) -> auto& { return c.trainer.threads_per_device; }));
   // ddp
-  t.push_back(real("bucket-cap-mb", "ddp", "gradient bucket size in MiB", 0.0, [](C& c) -> auto& { return c.trainer.bucket_cap_mb; }));
+  t.push_back(real("bucket-cap-mb", "ddp", "gradient bucket size in MiB", kMinBucketMb, kMaxBucketMb, fmt::format("a number of MiB from {} (one byte) to {} (1 TiB)", kMinBucketMb, kMaxBucketMb), [](C& c) -> auto& { return c.trainer.bucket_cap_mb; }));
   t.push_back(flag("no-overlap", "", "ddp", "one allreduce after backward instead of per bucket during it", [](C& c) -> auto& { return c.trainer.no_overlap; }));
   t.push_back(flag("sync-every-micro-batch", "", "ddp", "allreduce on every micro-batch (ablation of no_sync)", [](C& c) -> auto& { return c.trainer.sync_every_micro_batch; }));
   // observability

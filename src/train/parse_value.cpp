@@ -7,11 +7,12 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/excerpt.h"
 
 namespace ddp {
 
 void reject_value(std::string_view option, std::string_view value, std::string_view accepted) {
-  throw UsageError(fmt::format("--{}: '{}' is not accepted; expected {}", option, value, accepted));
+  throw UsageError(fmt::format("--{}: '{}' is not accepted; expected {}", option, excerpt(value), accepted));
 }
 
 int64_t parse_int(std::string_view option, const std::string& value, int64_t min, int64_t max) {
@@ -19,6 +20,11 @@ int64_t parse_int(std::string_view option, const std::string& value, int64_t min
       max == std::numeric_limits<int64_t>::max()
           ? fmt::format("an integer >= {}", min)
           : fmt::format("an integer from {} to {}", min, max);
+  return parse_int(option, value, min, max, accepted);
+}
+
+int64_t parse_int(std::string_view option, const std::string& value, int64_t min, int64_t max,
+                  std::string_view accepted) {
   int64_t parsed = 0;
   const char* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, parsed);

@@ -11,6 +11,9 @@ namespace ddp {
 [[noreturn]] void reject_value(std::string_view option, std::string_view value, std::string_view accepted);
 
 int64_t parse_int(std::string_view option, const std::string& value, int64_t min, int64_t max);
+// The same, with the accepted values in words where [min, max] alone would mislead.
+int64_t parse_int(std::string_view option, const std::string& value, int64_t min, int64_t max,
+                  std::string_view accepted);
 double parse_real(std::string_view option, const std::string& value);
 bool parse_bool(std::string_view option, const std::string& value);
 // value must be one of choices.

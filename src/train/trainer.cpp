@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -127,6 +128,14 @@ Trainer::Trainer(TrainerOptions options, std::vector<std::pair<std::string, std:
 Trainer::~Trainer() = default;
 
 void Trainer::setup(LightningModule& module, LightningDataModule& data, Loop& loop) {
+  // With more ranks than cores the launcher says so; a lone process says it here.
+  const int cores = available_cores();
+  if (comm_->size() == 1 && options_.threads_per_device > cores) {
+    std::fprintf(stderr,
+                 "ddpscope: --threads-per-device %d needs %d cores but only %d are available: oversubscribing "
+                 "(threads share cores; expect each to run slower)\n",
+                 options_.threads_per_device, options_.threads_per_device, cores);
+  }
   set_gemm_threads(options_.threads_per_device);
   data.setup();
   loop.train_spec = data.train_dataloader();
@@ -416,10 +425,12 @@ bool Trainer::train_epoch(LightningModule& module, Loop& loop) {
     module.batch_size_ = batch.size;
     const double loss = module.training_step(batch, i);
     if (!std::isfinite(loss)) {
+      // Adam's normalised steps are the usual cure for SGD's divergence; a run on Adam already has them.
+      const char* cure = loop.optimizer_kind == OptimizerKind::kSgd ? ", or use --optimizer adam" : "";
       throw Error(ExitCode::kOther,
-                  fmt::format("training loss is {} at epoch {}, batch {}, optimizer step {}; stopping. Lower --lr, "
-                              "check the data for extreme values, or use --optimizer adam",
-                              loss, epoch_, i, global_step_));
+                  fmt::format("training loss is {} at epoch {}, batch {}, optimizer step {}; stopping. Lower --lr "
+                              "or check the data for extreme values{}",
+                              loss, epoch_, i, global_step_, cure));
     }
     stats_.final_train_loss = loss;
 

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -150,6 +152,42 @@ TEST(Checkpoint, InitFromLoadsParametersAndNamesEveryMismatch) {
   const auto wrong = run_command(kBinary + kRun + " --hidden-size 16 --max-epochs 1 --init-from " + final_a.string(), dir);
   EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
   EXPECT_NE(wrong.err.find("layers.0.weight"), std::string::npos) << wrong.err;
+}
+
+// A copy of `file` whose tensor `name` holds NaN in its first element.
+std::filesystem::path with_nan(const std::filesystem::path& file, const std::string& name,
+                               const std::filesystem::path& copy) {
+  SafetensorsFile contents = read_safetensors(file);
+  std::vector<TensorView> views;
+  for (Tensor& t : contents.tensors) {
+    if (t.name == name) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(t.bytes.data(), &nan, sizeof nan);
+    }
+    views.emplace_back(t.name, t.dtype, t.shape, std::span<const std::byte>(t.bytes));
+  }
+  write_safetensors(copy, views, contents.metadata);
+  return copy;
+}
+
+TEST(Checkpoint, ACheckpointHoldingNanIsRefusedWithExitThreeNamingTheTensor) {
+  const auto dir = fresh_dir("nan_checkpoint");
+  ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 1 --checkpoint-every-n-epochs 1 --version a", dir).exit_code, 0);
+  const auto last = with_nan(run_folder(dir, "a") / "checkpoints/last.safetensors", "optimizer.exp_avg.layers.1.bias",
+                             dir / "nan_last.safetensors");
+  const auto resumed = run_command(kBinary + kRun + " --max-epochs 2 --ckpt-path " + last.string(), dir);
+  EXPECT_EQ(resumed.exit_code, 3) << resumed.err;
+  EXPECT_NE(resumed.err.find("checkpoint " + last.string() +
+                             ": tensor 'optimizer.exp_avg.layers.1.bias' holds nan at element 0; the run that wrote it "
+                             "had diverged or the file is damaged"),
+            std::string::npos)
+      << resumed.err;
+  const auto params = with_nan(run_folder(dir, "a") / "final.safetensors", "layers.2.weight", dir / "nan_final.safetensors");
+  const auto init = run_command(kBinary + kRun + " --max-epochs 1 --init-from " + params.string(), dir);
+  EXPECT_EQ(init.exit_code, 3) << init.err;
+  EXPECT_NE(init.err.find("--init-from " + params.string() + ": tensor 'layers.2.weight' holds nan at element 0"),
+            std::string::npos)
+      << init.err;
 }
 
 TEST(Checkpoint, DamagedCheckpointsAreRefusedWithExitThree) {

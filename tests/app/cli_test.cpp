@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "support/run_command.h"
 
@@ -68,6 +69,123 @@ TEST(Cli, BadOptionValuesExitTwoNamingOptionValueAndWhatIsAccepted) {
   expect_usage_error("--max-epochs 0", "--max-epochs: '0' is not accepted", "bad_epochs");
   expect_usage_error("--no-such-option 3", "no-such-option", "unknown_option");
   expect_usage_error("--activation tanh", "--activation: 'tanh' is not accepted; expected one of relu", "bad_act");
+}
+
+TEST(Cli, RangesAreStatedAsTheOptionAcceptsThem) {
+  // The smallest bucket is one byte; below it the reducer would get an empty bucket.
+  for (const char* tiny : {"1e-9", "1e-300"}) {
+    expect_usage_error(std::string("--devices 2 --bucket-cap-mb ") + tiny,
+                       std::string("--bucket-cap-mb: '") + tiny +
+                           "' is not accepted; expected a number of MiB from 9.5367431640625e-07 (one byte)",
+                       "bucket_tiny");
+  }
+  expect_usage_error("--bucket-cap-mb 1e300", "--bucket-cap-mb: '1e300' is not accepted", "bucket_huge");
+  expect_usage_error("--momentum -1", "--momentum: '-1' is not accepted; expected a number >= 0", "momentum_neg");
+  expect_usage_error("--max-steps 1e12", "--max-steps: '1e12' is not accepted; expected an integer >= 1, or -1 for no limit",
+                     "max_steps_text");
+  expect_usage_error("--max-steps 0", "--max-steps: '0' is not accepted; expected an integer >= 1, or -1 for no limit",
+                     "max_steps_zero");
+  expect_usage_error("--max-epochs -2", "--max-epochs: '-2' is not accepted; expected an integer >= 1, or -1 with --max-steps",
+                     "max_epochs_neg");
+  expect_usage_error("--limit-train-batches 0",
+                     "--limit-train-batches: '0' is not accepted; expected a fraction in (0,1] (with a point, e.g. 0.25) "
+                     "or a count >= 1",
+                     "limit_zero");
+}
+
+TEST(Cli, ALongValueIsQuotedCut) {
+  const std::string huge(100000, '7');
+  const auto r = train("--lr x" + huge, "long_value");
+  EXPECT_EQ(r.exit_code, 2) << r.err.substr(0, 300);
+  EXPECT_NE(r.err.find("--lr: 'x7777"), std::string::npos) << r.err.substr(0, 300);
+  EXPECT_NE(r.err.find("... (100001 characters)' is not accepted; expected a finite number"), std::string::npos)
+      << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 400u);
+}
+
+TEST(Cli, InitFromWithCkptPathIsRefusedNamingBoth) {
+  expect_usage_error("--init-from a.safetensors --ckpt-path b.safetensors",
+                     "--init-from a.safetensors and --ckpt-path b.safetensors contradict: --ckpt-path restores the "
+                     "parameters, the optimizer state and the position; give one of them",
+                     "init_and_ckpt");
+}
+
+TEST(Cli, ThreadsBeyondTheCoresGetTheOversubscriptionNoticeOnce) {
+  const std::string threads = std::to_string(std::thread::hardware_concurrency() + 1);
+  const auto r = train("--threads-per-device " + threads, "threads_notice");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string notice = "ddpscope: --threads-per-device " + threads + " needs " + threads + " cores but only ";
+  const auto at = r.err.find(notice);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("are available: oversubscribing (threads share cores; expect each to run slower)\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find(notice, at + 1), std::string::npos) << r.err;
+  const auto fits = train("--threads-per-device 1", "threads_fit");
+  EXPECT_EQ(fits.err.find("oversubscribing"), std::string::npos) << fits.err;
+}
+
+TEST(Cli, AConfigurationTooLargeForMemoryIsRefusedBeforeAnyFolderIsMade) {
+  for (const char* option : {"--batch-size", "--input-dim", "--hidden-size", "--output-dim", "--dataset-size"}) {
+    const std::string args = std::string(option) + " 999999999999";
+    const auto dir = fresh_dir("too_big");
+    // --batch-size alone is capped by the dataset's 64 samples: it fits, so test it with a large dataset.
+    const std::string extra = std::string(option) == "--batch-size" ? " --dataset-size 999999999999" : "";
+    const auto r = run_command(kBinary + " train" + kQuick + " " + args + extra, dir);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("ddpscope: error: this configuration needs "), std::string::npos) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(" of memory"), std::string::npos) << args << ": " << r.err;
+    EXPECT_NE(r.err.find("more than this machine's "), std::string::npos) << args << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "ddpscope_logs")) << args;
+  }
+  const auto r = train("--hidden-size 999999999999", "too_big_hint");
+  EXPECT_NE(r.err.find("lower --hidden-size, --hidden-layers, --input-dim or --output-dim"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ABatchLargerThanTheDatasetTrainsOnTheSamplesThereAre) {
+  // Buffers are sized by what a batch can hold: 100,000,000 samples asked, 500 there.
+  const auto dir = fresh_dir("batch_over_dataset");
+  const auto r = run_command(kBinary + " train --batch-size 100000000 --dataset-size 500 --hidden-size 8 --max-epochs 2"
+                                       " --progress-bar off",
+                             dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(read_text(dir / "ddpscope_logs/version_0/summary.json"));
+  EXPECT_EQ(summary["train_samples"], 2 * 500);
+}
+
+TEST(Cli, ConfigAndPresetGivenTwiceTakeTheLastAndEmptyOrFolderValuesAreRefused) {
+  const auto dir = fresh_dir("config_twice");
+  std::ofstream(dir / "a.yaml") << "lr: 0.5\n";
+  std::ofstream(dir / "b.yaml") << "lr: 0.25\n";
+  std::filesystem::create_directories(dir / "some/dir");
+  const auto twice = run_command(kBinary + " train" + kQuick + " --config a.yaml --config b.yaml", dir);
+  ASSERT_EQ(twice.exit_code, 0) << twice.err;
+  EXPECT_NE(read_text(dir / "ddpscope_logs/version_0/hparams.yaml").find("lr: 0.25"), std::string::npos);
+  const auto presets = run_command(kBinary + " train" + kQuick + " --preset seed --preset seed --devices 1 --strategy auto", dir);
+  EXPECT_EQ(presets.exit_code, 0) << presets.err;
+  const std::pair<const char*, const char*> cases[] = {
+      {"--config some/dir/", "--config: 'some/dir/' is a folder; expected a YAML file"},
+      {"--config ''", "--config: '' is not accepted; expected the path of a YAML file"},
+      {"--preset ''", "--preset: '' is not accepted; expected seed"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_command(kBinary + " train" + kQuick + " " + args, dir);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
+}
+
+TEST(Cli, ParserErrorsSayWhatTheUserDid) {
+  const std::pair<const char*, const char*> cases[] = {
+      {" train --lr", "ddpscope: error: --lr needs a value: --lr VALUE"},
+      {" bogus", "ddpscope: error: 'bogus' is not a command; expected one of train, compare, doctor, predict"},
+      {"", "ddpscope: error: no command given; expected one of train, compare, doctor, predict"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_command(kBinary + args, fresh_dir("parser_words"));
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
 }
 
 TEST(Cli, GpuTrainingIsRefusedWithExitTwoInThisVersion) {
@@ -180,6 +298,14 @@ TEST(Cli, CsvDataErrorsExitThreeWithFileLineAndColumn) {
   }
   const auto text = run_command(kBinary + " train --input-dim 2 --data csv:text.csv" + kQuick, dir);
   EXPECT_NE(text.err.find("text.csv:2:2: cell 'abc' is not a number"), std::string::npos) << text.err;
+  // A 5 MB cell is quoted cut, with its length.
+  std::ofstream(dir / "huge.csv") << "1,2,3\n4," << std::string(5'000'000, 'x') << ",6\n";
+  const auto huge = run_command(kBinary + " train --input-dim 2 --data csv:huge.csv" + kQuick, dir);
+  EXPECT_EQ(huge.exit_code, 3) << huge.err.substr(0, 300);
+  EXPECT_NE(huge.err.find("huge.csv:2:2: cell '" + std::string(60, 'x') + "... (5000000 characters)' is not a number"),
+            std::string::npos)
+      << huge.err.substr(0, 300);
+  EXPECT_LT(huge.err.size(), 300u);
 }
 
 TEST(Cli, NonFiniteLossStopsTheRunNamingTheStepAndKeepsTheMetrics) {
@@ -188,8 +314,17 @@ TEST(Cli, NonFiniteLossStopsTheRunNamingTheStepAndKeepsTheMetrics) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("training loss is"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("optimizer step"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Lower --lr or check the data for extreme values, or use --optimizer adam"), std::string::npos)
+      << r.err;
   const std::string metrics = read_text(dir / "ddpscope_logs/version_0/metrics.csv");
   EXPECT_TRUE(metrics.starts_with("epoch,step,train_loss")) << metrics;
+}
+
+TEST(Cli, ADivergingAdamRunIsNotAdvisedToUseAdam) {
+  const auto r = train("--data teacher --lr 1e38 --log-every-n-steps 1 --max-epochs 50", "nan_adam");
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("stopping. Lower --lr or check the data for extreme values\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--optimizer adam"), std::string::npos) << r.err;
 }
 
 TEST(Cli, AFullDiskMidRunFailsClearlyAndKeepsEveryFileWhole) {

@@ -108,10 +108,30 @@ std::vector<std::string> preset_keys(const std::string& preset) {
   return keys;
 }
 
-// The doctor's own configuration must be predictable: checks the model as it is read.
-void check_model(const std::string& path, const ModelParameters& model, const WorkloadConfig& own) {
+// A model far from the doctor's own measurements describes other runs, or was edited.
+constexpr double kMeasuredFactor = 100;
+
+// The model is checked as it is read: it must predict a finite time for the doctor's own
+// configuration, within kMeasuredFactor of each run the doctor measured at it.
+void check_model(const std::string& path, const nlohmann::json& doctor, const ModelParameters& model,
+                 const WorkloadConfig& own) {
   try {
     require_finite_prediction(model, own);
+    const auto runs = doctor.find("runs");
+    if (runs == doctor.end() || !runs->is_array()) return;
+    for (const nlohmann::json& run : *runs) {
+      const auto devices = run.find("devices"), wall = run.find("wall_seconds");
+      if (devices == run.end() || wall == run.end() || !devices->is_number_integer() || !wall->is_number()) continue;
+      const double measured = wall->get<double>();
+      WorkloadConfig at = own;
+      at.devices = devices->get<int>();
+      const double predicted = predict(model, at).wall_seconds;
+      if (measured > 0 && (predicted > kMeasuredFactor * measured || predicted * kMeasuredFactor < measured)) {
+        throw DataError(fmt::format("\"model\" predicts {:.4g} s for {} device{}, which the doctor measured at "
+                                    "{:.4g} s; expected a model fitted to these runs (write it with 'ddpscope doctor')",
+                                    predicted, at.devices, at.devices == 1 ? "" : "s", measured));
+      }
+    }
   } catch (const Error& e) {
     throw DataError(fmt::format("{}: {}", path, e.what()));
   }
@@ -143,7 +163,7 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", o.from, e.what()));
   }
-  check_model(o.from, model, own);
+  check_model(o.from, doctor, model, own);
 
   // The given options (by name, or by the preset) replace the doctor's configuration.
   Forecast f;
@@ -171,8 +191,12 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   if (std::find(given.begin(), given.end(), "monitor_mode") == given.end()) f.config.monitor_per_step = false;
   f.config.interconnect = o.interconnect;
 
+  try {
+    require_finite_prediction(model, f.config);
+  } catch (const DataError& e) {
+    throw DataError(fmt::format("{}: {}", o.from, e.what()));
+  }
   f.prediction = predict(model, f.config);
-  check_model(o.from, model, f.config);
   if (f.config.devices > 1) {
     f.batches = batch_sweep(model, f.config, f.config.devices);
     f.widths = width_sweep(model, f.config, f.config.devices);

@@ -3,10 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,19 +16,35 @@
 #include "base/error.h"
 #include "doctor/interconnect.h"
 #include "doctor/scaling_model.h"
+#include "run_options.h"
+#include "train/options.h"
+#include "train/run_stats.h"
 
 namespace ddp {
 namespace {
 
 struct PredictOptions {
   std::string from;
-  int devices = 0;
-  int64_t batch_size = 0, hidden_size = 0, hidden_layers = 0, max_epochs = 0, dataset_size = 0, accumulate = 0;
   std::string interconnect = "measured";
   std::vector<int> devices_list;
-  // The options given, so that the others keep DOCTOR.json's configuration.
-  CLI::Option *devices_opt = nullptr, *batch_opt = nullptr, *width_opt = nullptr, *layers_opt = nullptr,
-              *epochs_opt = nullptr, *dataset_opt = nullptr, *accumulate_opt = nullptr;
+  bool json = false;
+  RunOptions run;  // every option of train: the configuration to predict
+};
+
+// One row of --devices-list: the prediction and, with more than one device, its break-evens.
+struct DevicesRow {
+  Prediction prediction;
+  std::optional<int64_t> batch, width;
+};
+
+// What predict computes, for the text and the JSON printers alike.
+struct Forecast {
+  std::string from;
+  WorkloadConfig config;
+  std::vector<std::string> not_modelled;  // given options the model does not depend on, as typed
+  Prediction prediction;
+  std::vector<SweepPoint> batches, widths;  // with more than one device
+  std::vector<DevicesRow> devices_list;
 };
 
 nlohmann::json read_doctor_json(const std::string& path) {
@@ -54,54 +72,183 @@ int largest_run(const nlohmann::json& doctor) {
   return largest;
 }
 
-std::string seconds_text(double seconds) {
-  return seconds >= 1e-3 || seconds == 0 ? fmt::format("{:.3f} s", seconds) : fmt::format("{:.1f} us", seconds * 1e6);
-}
-
-std::string found_text(const std::optional<int64_t>& value, const char* range) {
-  return value ? fmt::format("{}", *value) : fmt::format("none in {}", range);
-}
-
-void run_predict(const PredictOptions& o) {
-  const nlohmann::json doctor = read_doctor_json(o.from);
-  if (!doctor.is_object()) throw DataError(fmt::format("{} is not a JSON object", o.from));
-  const auto model_block = doctor.find("model");
-  if (model_block == doctor.end()) {
-    throw DataError(fmt::format("{} has no \"model\" block; write one with 'ddpscope doctor'", o.from));
+// The option table's snake_case name for a name as typed: "no-shuffle" and "no_shuffle" are "shuffle".
+std::string table_key(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  for (const OptionSpec& spec : option_specs()) {
+    if (spec.negation == name) name = spec.name;
   }
-  const auto config_block = doctor.find("config");
-  if (config_block == doctor.end()) throw DataError(fmt::format("{} has no \"config\" block", o.from));
-  ModelParameters model;
-  WorkloadConfig config;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+// The options given by name, as typed: on the command line, then in the --config file.
+std::vector<std::string> named_options(const CLI::App& command, const RunOptions& run) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : typed_options(command, run)) names.push_back(name);
+  if (!run.config_file.empty()) {
+    for (const auto& [name, value] : read_yaml_options(run.config_file)) {
+      if (name != "preset") names.push_back(name);
+    }
+  }
+  return names;
+}
+
+// The snake_case options a preset sets: those it changes from the defaults.
+std::vector<std::string> preset_keys(const std::string& preset) {
+  if (preset.empty()) return {};
+  Config with;
+  apply_preset(with, preset);
+  const auto defaults = resolved_options(Config{});
+  const auto set = resolved_options(with);
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    if (set[i].first != "preset" && set[i].second != defaults[i].second) keys.push_back(set[i].first);
+  }
+  return keys;
+}
+
+// A model far from the doctor's own measurements describes other runs, or was edited.
+constexpr double kMeasuredFactor = 100;
+
+// The model is checked as it is read: it must predict a finite time for the doctor's own
+// configuration, within kMeasuredFactor of each run the doctor measured at it.
+void check_model(const std::string& path, const nlohmann::json& doctor, const ModelParameters& model,
+                 const WorkloadConfig& own) {
   try {
-    model = model_from_json(*model_block);
-    config = workload_from_config(*config_block, largest_run(doctor));
-  } catch (const DataError& e) {
-    throw DataError(fmt::format("{}: {}", o.from, e.what()));
+    require_finite_prediction(model, own);
+    const auto runs = doctor.find("runs");
+    if (runs == doctor.end() || !runs->is_array()) return;
+    for (const nlohmann::json& run : *runs) {
+      const auto devices = run.find("devices"), wall = run.find("wall_seconds");
+      if (devices == run.end() || wall == run.end() || !devices->is_number_integer() || !wall->is_number()) continue;
+      const double measured = wall->get<double>();
+      WorkloadConfig at = own;
+      at.devices = devices->get<int>();
+      const double predicted = predict(model, at).wall_seconds;
+      if (measured > 0 && (predicted > kMeasuredFactor * measured || predicted * kMeasuredFactor < measured)) {
+        throw DataError(fmt::format("\"model\" predicts {:.4g} s for {} device{}, which the doctor measured at "
+                                    "{:.4g} s; expected a model fitted to these runs (write it with 'ddpscope doctor')",
+                                    predicted, at.devices, at.devices == 1 ? "" : "s", measured));
+      }
+    }
+  } catch (const Error& e) {
+    throw DataError(fmt::format("{}: {}", path, e.what()));
   }
-  // The doctor's measurements used its probe; a prediction runs without it.
-  config.monitor_per_step = false;
-  if (o.devices_opt->count()) config.devices = o.devices;
-  if (o.batch_opt->count()) config.batch_size = o.batch_size;
-  if (o.width_opt->count()) config.hidden_size = o.hidden_size;
-  if (o.layers_opt->count()) config.hidden_layers = o.hidden_layers;
-  if (o.epochs_opt->count()) config.epochs = o.max_epochs;
-  if (o.dataset_opt->count()) config.dataset_size = o.dataset_size;
-  if (o.accumulate_opt->count()) config.accumulate_grad_batches = o.accumulate;
+}
+
+Forecast forecast(const CLI::App& command, const PredictOptions& o) {
+  // The configuration asked for, resolved and checked as train does (exit 2 on a bad value).
+  const Config asked = resolve_config(typed_options(command, o.run), o.run.preset, o.run.config_file);
+  validate_config(asked);
   if (o.interconnect != "measured") find_interconnect(o.interconnect);  // UsageError naming the presets
-  config.interconnect = o.interconnect;
   for (int n : o.devices_list) {
     if (n < 1) throw UsageError(fmt::format("--devices-list: '{}' is not accepted; expected integers >= 1", n));
   }
 
-  const Prediction p = predict(model, config);
+  const nlohmann::json doctor = read_doctor_json(o.from);
+  if (!doctor.is_object()) throw DataError(fmt::format("{} is not a JSON object", o.from));
+  const auto model_block = doctor.find("model");
+  if (model_block == doctor.end() || model_block->is_null()) {
+    throw DataError(fmt::format("{} has no \"model\" block; write one with 'ddpscope doctor'", o.from));
+  }
+  const auto config_block = doctor.find("config");
+  if (config_block == doctor.end()) throw DataError(fmt::format("{} has no \"config\" block", o.from));
+  if (!config_block->is_object()) throw DataError(fmt::format("{}: \"config\" is not a JSON object", o.from));
+  ModelParameters model;
+  WorkloadConfig own;
+  try {
+    model = model_from_json(*model_block);
+    own = workload_from_config(*config_block, largest_run(doctor));
+  } catch (const DataError& e) {
+    throw DataError(fmt::format("{}: {}", o.from, e.what()));
+  }
+  check_model(o.from, doctor, model, own);
+
+  // The given options (by name, or by the preset) replace the doctor's configuration.
+  Forecast f;
+  f.from = o.from;
+  std::vector<std::string> given = preset_keys(asked.preset);
+  for (const std::string& name : named_options(command, o.run)) {
+    const std::string key = table_key(name);
+    given.push_back(key);
+    std::string shown = name;
+    std::replace(shown.begin(), shown.end(), '_', '-');
+    shown = "--" + shown;
+    if (!is_workload_key(key) && std::find(f.not_modelled.begin(), f.not_modelled.end(), shown) == f.not_modelled.end()) {
+      f.not_modelled.push_back(shown);
+    }
+  }
+  const nlohmann::ordered_json asked_json = config_json(resolved_options(asked));
+  nlohmann::json merged = *config_block;
+  for (const std::string& key : given) merged[key] = asked_json[key];
+  try {
+    f.config = workload_from_config(merged, largest_run(doctor));
+  } catch (const DataError& e) {
+    throw DataError(fmt::format("{}: {}", o.from, e.what()));
+  }
+  // The doctor's measurements used its probe; a prediction runs without it unless asked.
+  if (std::find(given.begin(), given.end(), "monitor_mode") == given.end()) f.config.monitor_per_step = false;
+  f.config.interconnect = o.interconnect;
+
+  try {
+    require_finite_prediction(model, f.config);
+  } catch (const DataError& e) {
+    throw DataError(fmt::format("{}: {}", o.from, e.what()));
+  }
+  f.prediction = predict(model, f.config);
+  if (f.config.devices > 1) {
+    f.batches = batch_sweep(model, f.config, f.config.devices);
+    f.widths = width_sweep(model, f.config, f.config.devices);
+  }
+  for (int devices : o.devices_list) {
+    WorkloadConfig at = f.config;
+    at.devices = devices;
+    DevicesRow row{predict(model, at), std::nullopt, std::nullopt};
+    if (devices > 1) {
+      row.batch = smallest_batch_where_n_beats_one(model, at, devices);
+      row.width = smallest_width_where_n_beats_one(model, at, devices);
+    }
+    f.devices_list.push_back(row);
+  }
+  return f;
+}
+
+std::string seconds_text(double seconds) {
+  return seconds >= 1e-3 || seconds == 0 ? fmt::format("{:.3f} s", seconds) : fmt::format("{:.1f} us", seconds * 1e6);
+}
+
+// The break-even of a sweep in words; where no value is one, the values that still win.
+std::string break_even_text(const std::vector<SweepPoint>& sweep) {
+  if (const auto from = break_even(sweep)) return std::to_string(*from);
+  std::vector<int64_t> wins;
+  for (const SweepPoint& point : sweep) {
+    if (point.speedup > 1.0) wins.push_back(point.value);
+  }
+  const std::string none = fmt::format("none in {}..{}", sweep.front().value, sweep.back().value);
+  if (wins.empty()) return none;
+  return fmt::format("{} (faster at {}, but slower at {})", none, fmt::join(wins, ", "), sweep.back().value);
+}
+
+std::string sweep_text(const std::vector<SweepPoint>& sweep) {
+  std::vector<std::string> items;
+  for (const SweepPoint& point : sweep) items.push_back(fmt::format("{} {:.2f}x", point.value, point.speedup));
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+void print_text(const Forecast& f) {
+  const WorkloadConfig& config = f.config;
+  const Prediction& p = f.prediction;
   const WorkloadCounts& n = p.counts;
-  fmt::print("Model: {}\n", o.from);
+  fmt::print("Model: {}\n", f.from);
   fmt::print("Configuration: {} device{} x batch {}, MLP {}-{}x{}-{} ({} parameters), {} samples, {} epochs, "
              "accumulate {}\n",
              config.devices, config.devices == 1 ? "" : "s", config.batch_size, config.input_dim, config.hidden_size,
              config.hidden_layers, config.output_dim, n.parameters, config.dataset_size, config.epochs,
              config.accumulate_grad_batches);
+  if (!f.not_modelled.empty()) {
+    fmt::print("Not modelled (the prediction is the same whatever their values): {}\n", fmt::join(f.not_modelled, ", "));
+  }
   fmt::print("Interconnect: {} (alpha {:.2f} us per ring step, beta {:.2f} GB/s)\n", config.interconnect,
              p.alpha_seconds * 1e6, p.beta_bytes_per_second * 1e-9);
   fmt::print("Per rank and epoch: {} samples, {} micro-batches, {} optimizer steps, {} gradient syncs\n",
@@ -110,31 +257,82 @@ void run_predict(const PredictOptions& o) {
              p.one_device_wall_seconds, p.speedup);
   fmt::print("{:<12} {:>10} {:>7}\n", "phase", "seconds", "share");
   for (std::size_t phase = 0; phase < kPhaseCount; ++phase) {
-    fmt::print("{:<12} {:>10.4f} {:>6.1f}%\n", kPhaseNames[phase], p.phases[phase],
-               p.wall_seconds > 0 ? 100.0 * p.phases[phase] / p.wall_seconds : 0.0);
+    fmt::print("{:<12} {:>10.4f} {:>6.1f}%\n", kPhaseNames[phase], p.phases[phase], 100.0 * p.phases[phase] / p.wall_seconds);
   }
   fmt::print("{:<12} {:>10.4f} {:>6.1f}%\n", "wall", p.wall_seconds, 100.0);
   if (config.devices > 1) {
     fmt::print("\nAllreduce per sync: {} bucket{}, {} in all\n", n.bucket_bytes.size(), n.bucket_bytes.size() == 1 ? "" : "s",
                seconds_text(p.allreduce_seconds_per_sync));
-    fmt::print("Smallest batch per device at which {} devices beat 1: {}\n", config.devices,
-               found_text(smallest_batch_where_n_beats_one(model, config, config.devices), "16..65536"));
-    fmt::print("Smallest hidden width at which {} devices beat 1: {}\n", config.devices,
-               found_text(smallest_width_where_n_beats_one(model, config, config.devices), "16..8192"));
+    fmt::print("Speedup of {} devices over 1 by batch per device: {}\n", config.devices, sweep_text(f.batches));
+    fmt::print("Speedup of {} devices over 1 by hidden width: {}\n", config.devices, sweep_text(f.widths));
+    fmt::print("Smallest batch per device from which {} devices beat 1: {}\n", config.devices, break_even_text(f.batches));
+    fmt::print("Smallest hidden width from which {} devices beat 1: {}\n", config.devices, break_even_text(f.widths));
   }
-  if (!o.devices_list.empty()) {
-    fmt::print("\n{:>8} {:>10} {:>8} {:>12} {:>14} {:>14}\n", "devices", "wall s", "speedup", "comm_wait s",
-               "smallest batch", "smallest width");
-    for (int devices : o.devices_list) {
-      WorkloadConfig at = config;
-      at.devices = devices;
-      const Prediction q = predict(model, at);
-      const std::string batch = devices > 1 ? found_text(smallest_batch_where_n_beats_one(model, at, devices), "range") : "-";
-      const std::string width = devices > 1 ? found_text(smallest_width_where_n_beats_one(model, at, devices), "range") : "-";
-      fmt::print("{:>8} {:>10.3f} {:>7.2f}x {:>12.4f} {:>14} {:>14}\n", devices, q.wall_seconds, q.speedup,
-                 q.phases[static_cast<std::size_t>(Phase::kCommWait)], batch, width);
+  if (!f.devices_list.empty()) {
+    // The break-evens as above: from that value up to the top of the sweep, N devices win.
+    fmt::print("\n{:>8} {:>10} {:>8} {:>12} {:>16} {:>16}\n", "devices", "wall s", "speedup", "comm_wait s",
+               "break-even batch", "break-even width");
+    const auto shown = [](int devices, const std::optional<int64_t>& value) {
+      return devices == 1 ? std::string("-") : value ? std::to_string(*value) : std::string("none");
+    };
+    for (const DevicesRow& row : f.devices_list) {
+      const Prediction& q = row.prediction;
+      fmt::print("{:>8} {:>10.3f} {:>7.2f}x {:>12.4f} {:>16} {:>16}\n", q.config.devices, q.wall_seconds, q.speedup,
+                 q.phases[static_cast<std::size_t>(Phase::kCommWait)], shown(q.config.devices, row.batch),
+                 shown(q.config.devices, row.width));
     }
   }
+}
+
+nlohmann::ordered_json sweep_json(const std::vector<SweepPoint>& sweep, const char* name) {
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (const SweepPoint& point : sweep) points.push_back({{name, point.value}, {"speedup", point.speedup}});
+  const auto from = break_even(sweep);
+  return {{"break_even", from ? nlohmann::ordered_json(*from) : nlohmann::ordered_json(nullptr)}, {"sweep", points}};
+}
+
+nlohmann::ordered_json prediction_json(const Prediction& p) {
+  nlohmann::ordered_json phases = nlohmann::ordered_json::object();
+  for (std::size_t phase = 0; phase < kPhaseCount; ++phase) phases[std::string(kPhaseNames[phase])] = p.phases[phase];
+  return {{"devices", p.config.devices}, {"wall_seconds", p.wall_seconds},
+          {"one_device_wall_seconds", p.one_device_wall_seconds}, {"speedup", p.speedup}, {"phases", phases}};
+}
+
+void print_json(const Forecast& f) {
+  const WorkloadConfig& c = f.config;
+  const Prediction& p = f.prediction;
+  const WorkloadCounts& n = p.counts;
+  nlohmann::ordered_json j;
+  j["schema"] = "ddpscope.predict/1";
+  j["from"] = f.from;
+  j["config"] = {{"devices", c.devices}, {"dataset_size", c.dataset_size}, {"batch_size", c.batch_size},
+                 {"input_dim", c.input_dim}, {"hidden_size", c.hidden_size}, {"hidden_layers", c.hidden_layers},
+                 {"output_dim", c.output_dim}, {"max_epochs", c.epochs},
+                 {"accumulate_grad_batches", c.accumulate_grad_batches}, {"log_every_n_steps", c.log_every_n_steps},
+                 {"check_val_every_n_epoch", c.check_val_every_n_epoch}, {"bucket_cap_mb", c.bucket_cap_mb},
+                 {"sync_every_micro_batch", c.sync_every_micro_batch},
+                 {"monitor_mode", c.monitor_per_step ? "per-step" : "background"}};
+  j["not_modelled"] = f.not_modelled;
+  j["interconnect"] = {{"name", c.interconnect}, {"alpha_seconds", p.alpha_seconds},
+                       {"beta_bytes_per_second", p.beta_bytes_per_second}};
+  j["per_rank_and_epoch"] = {{"samples", n.samples_per_rank}, {"micro_batches", n.micro_batches_per_epoch},
+                             {"optimizer_steps", n.optimizer_steps_per_epoch}, {"gradient_syncs", n.syncs_per_epoch}};
+  j["parameters"] = n.parameters;
+  j["prediction"] = prediction_json(p);
+  j["allreduce_seconds_per_sync"] = p.allreduce_seconds_per_sync;
+  j["batch_size"] = c.devices > 1 ? sweep_json(f.batches, "batch_size") : nlohmann::ordered_json(nullptr);
+  j["hidden_size"] = c.devices > 1 ? sweep_json(f.widths, "hidden_size") : nlohmann::ordered_json(nullptr);
+  j["devices_list"] = nlohmann::ordered_json::array();
+  const auto optional_json = [](const std::optional<int64_t>& value) {
+    return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+  };
+  for (const DevicesRow& row : f.devices_list) {
+    nlohmann::ordered_json q = prediction_json(row.prediction);
+    q["break_even_batch_size"] = optional_json(row.batch);
+    q["break_even_hidden_size"] = optional_json(row.width);
+    j["devices_list"].push_back(std::move(q));
+  }
+  fmt::print("{}\n", j.dump(2));
 }
 
 }  // namespace
@@ -144,20 +342,19 @@ void add_predict_command(CLI::App& app) {
   PredictOptions& o = *options;
   CLI::App* predict = app.add_subcommand("predict", "the fitted model's time for another configuration");
   predict->add_option("--from", o.from, "doctor.json written by 'ddpscope doctor'")->required();
-  o.devices_opt = predict->add_option("--devices", o.devices, "devices (default: the doctor's configuration)");
-  o.batch_opt = predict->add_option("--batch-size", o.batch_size, "batch size per device");
-  o.width_opt = predict->add_option("--hidden-size", o.hidden_size, "hidden layer width");
-  o.layers_opt = predict->add_option("--hidden-layers", o.hidden_layers, "hidden layers");
-  o.epochs_opt = predict->add_option("--max-epochs", o.max_epochs, "epochs");
-  o.dataset_opt = predict->add_option("--dataset-size", o.dataset_size, "samples per epoch");
-  o.accumulate_opt = predict->add_option("--accumulate-grad-batches", o.accumulate, "micro-batches per optimizer step");
+  add_run_options(*predict, o.run);
   std::string presets = "measured";
   for (const Interconnect& link : interconnect_presets()) presets += "|" + link.name;
   predict->add_option("--interconnect", o.interconnect, "the link for the gradient allreduce: " + presets)
       ->default_str("measured");
   predict->add_option("--devices-list", o.devices_list, "also tabulate these device counts, e.g. 1,2,3,8,64")
       ->delimiter(',');
-  predict->callback([options] { run_predict(*options); });
+  predict->add_flag("--json", o.json, "print the prediction as one JSON object");
+  predict->callback([options, predict] {
+    const Forecast f = forecast(*predict, *options);
+    if (options->json) print_json(f);
+    else print_text(f);
+  });
 }
 
 }  // namespace ddp

@@ -200,9 +200,13 @@ nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out) 
   // 4. Predictions: each measured run next to its prediction, then other device counts and links.
   nlohmann::ordered_json predictions = nlohmann::ordered_json::array();
   if (have_model) {
-    auto add = [&](WorkloadConfig w, const RunRecord* measured) {
+    // A measured run is named by its label (what its ablation changed), and its ablation kept
+    // apart, so that rows of one shape can be told apart.
+    auto add = [&](WorkloadConfig w, const RunRecord* measured, const std::string& ablation) {
       const Prediction p = predict(model, w);
-      nlohmann::ordered_json j = {{"devices", w.devices}, {"interconnect", w.interconnect}, {"batch_size", w.batch_size},
+      nlohmann::ordered_json j = {{"label", measured != nullptr ? nlohmann::ordered_json(measured->label) : nullptr},
+                                  {"ablation", ablation.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(ablation)},
+                                  {"devices", w.devices}, {"interconnect", w.interconnect}, {"batch_size", w.batch_size},
                                   {"hidden_size", w.hidden_size}, {"hidden_layers", w.hidden_layers},
                                   {"predicted_wall_seconds", p.wall_seconds}, {"predicted_speedup", p.speedup}};
       if (measured != nullptr && measured->ok) {
@@ -217,13 +221,13 @@ nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out) 
     for (const RunRecord& r : runs) {
       WorkloadConfig w = workload;
       w.devices = r.devices;
-      add(w, &r);
+      add(w, &r, "");
     }
     for (const AblationResult& a : ablations) {
       if (!a.run.ok) continue;
       WorkloadConfig w = workload_from_config(config_json(resolved_options(a.run.config)), a.run.devices);
       w.devices = a.run.devices;
-      add(w, &a.run);
+      add(w, &a.run, a.name);
     }
     for (const int devices : {3, 8, 64}) {
       for (const char* link : {"measured", "nvlink", "pcie", "infiniband", "10gbe"}) {
@@ -234,7 +238,7 @@ nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out) 
         WorkloadConfig w = workload;
         w.devices = devices;
         w.interconnect = link;
-        add(w, nullptr);
+        add(w, nullptr, "");
       }
     }
   }
@@ -311,10 +315,8 @@ nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out) 
     std::fprintf(out, "Predicted vs measured:\n");
     for (const auto& p : predictions) {
       if (p["measured_wall_seconds"].is_null()) continue;
-      std::fprintf(out, "  devices=%d batch=%lld width=%lld layers=%lld: predicted %.2f s, measured %.2f s (%+.1f %%)\n",
-                   p["devices"].get<int>(), static_cast<long long>(p["batch_size"].get<int64_t>()),
-                   static_cast<long long>(p["hidden_size"].get<int64_t>()),
-                   static_cast<long long>(p["hidden_layers"].get<int64_t>()), p["predicted_wall_seconds"].get<double>(),
+      std::fprintf(out, "  %-34s predicted %8.2f s, measured %8.2f s (%+.1f %%)\n",
+                   (p["label"].get<std::string>() + ":").c_str(), p["predicted_wall_seconds"].get<double>(),
                    p["measured_wall_seconds"].get<double>(), 100 * p["error"].get<double>());
     }
     std::fprintf(out, "Predicted for other device counts and links (speedup over 1 device):\n");

@@ -336,9 +336,10 @@ std::vector<SpeedupSeries> predicted_speedups(const Json& doc, const std::vector
   double layers = number_of(member(doc, "config"), "hidden_layers");
   if (!std::isfinite(layers)) layers = number_of(predictions[0], "hidden_layers");
   const auto same = [](double value, double wanted) { return !std::isfinite(value) || value == wanted; };
+  // An ablation can keep the shape (monitor-background, no-overlap): only baseline rows are the curve.
   const auto same_shape = [&](const Json& p) {
     return same(number_of(p, "batch_size"), batch) && same(number_of(p, "hidden_size"), width) &&
-           same(number_of(p, "hidden_layers"), layers);
+           same(number_of(p, "hidden_layers"), layers) && text_of(p, "ablation").empty();
   };
   double base = kNaN;
   for (const Json& p : predictions)
@@ -724,7 +725,7 @@ std::string predictions_section(const Json& doc, int number) {
                   100 * kPredictionTolerance));
   out += model_table(member(doc, "model"));
   out +=
-      "<h3>Predicted wall time</h3><table id=\"predictions\"><thead><tr><th class=\"num\">devices</th>"
+      "<h3>Predicted wall time</h3><table id=\"predictions\"><thead><tr><th>run</th><th class=\"num\">devices</th>"
       "<th>interconnect</th><th class=\"num\">batch</th><th class=\"num\">width</th>";
   const Json& predictions = array_of(doc, "predictions");
   // Depth is a column only where the doctor predicted it (issue 5 varies layers as the seed's author did).
@@ -736,8 +737,9 @@ std::string predictions_section(const Json& doc, int number) {
       "</tr></thead><tbody>";
   for (const Json& p : predictions) {
     const double error = number_of(p, "error");
-    out += fmt::format("<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-                       format_count(number_of(p, "devices")), esc(value_text(member(p, "interconnect"))),
+    // A measured run is named by its label, which says what its ablation changed.
+    out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                       esc(value_text(member(p, "label"))), format_count(number_of(p, "devices")), esc(value_text(member(p, "interconnect"))),
                        format_count(number_of(p, "batch_size")), format_count(number_of(p, "hidden_size")));
     if (with_layers) out += fmt::format("<td class=\"num\">{}</td>", format_count(number_of(p, "hidden_layers")));
     out += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td></tr>",
@@ -745,7 +747,7 @@ std::string predictions_section(const Json& doc, int number) {
                        seconds_text(number_of(p, "measured_wall_seconds")),
                        std::abs(error) > kPredictionTolerance ? " off" : "", percent_text(error, true));
   }
-  if (predictions.empty()) out += "<tr><td colspan=\"7\" class=\"muted\">No predictions.</td></tr>";
+  if (predictions.empty()) out += "<tr><td colspan=\"8\" class=\"muted\">No predictions.</td></tr>";
   return out + "</tbody></table></section>";
 }
 

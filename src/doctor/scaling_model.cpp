@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "base/error.h"
 #include "doctor/allreduce_probe.h"
@@ -165,16 +166,16 @@ MeasuredRun measured_run(const nlohmann::json& summary, std::size_t index) {
 }
 
 template <typename Setter>
-std::optional<int64_t> smallest_where_n_beats_one(const ModelParameters& model, WorkloadConfig config, int devices,
-                                                  int64_t from, int64_t to, Setter set) {
+std::vector<SweepPoint> sweep(const ModelParameters& model, WorkloadConfig config, int devices, int64_t from,
+                              int64_t to, Setter set) {
   if (devices < 2) throw UsageError(fmt::format("--devices: '{}' is not accepted here; expected an integer >= 2", devices));
+  config.devices = devices;
+  std::vector<SweepPoint> points;
   for (int64_t value = from; value <= to; value *= 2) {
     set(config, value);
-    config.devices = devices;
-    const Prediction p = predict(model, config);
-    if (p.wall_seconds < p.one_device_wall_seconds) return value;
+    points.push_back({value, predict(model, config).speedup});
   }
-  return std::nullopt;
+  return points;
 }
 
 struct JsonField {
@@ -256,6 +257,17 @@ Prediction predict(const ModelParameters& model, const WorkloadConfig& config) {
   }
   out.speedup = out.wall_seconds > 0 ? out.one_device_wall_seconds / out.wall_seconds : 1.0;
   return out;
+}
+
+void require_finite_prediction(const ModelParameters& model, const WorkloadConfig& config) {
+  const Prediction p = predict(model, config);
+  for (const auto& [seconds, devices] : {std::pair{p.wall_seconds, config.devices}, std::pair{p.one_device_wall_seconds, 1}}) {
+    if (!std::isfinite(seconds) || !(seconds > 0)) {
+      throw DataError(fmt::format("\"model\" predicts a wall time of {} s for {} device{} x batch {}; expected a finite "
+                                  "time > 0 (write the model with 'ddpscope doctor')",
+                                  seconds, devices, devices == 1 ? "" : "s", config.batch_size));
+    }
+  }
 }
 
 ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const AllreduceFit& allreduce) {
@@ -382,16 +394,28 @@ ModelParameters model_from_json(const nlohmann::json& model) {
   return out;
 }
 
+std::vector<SweepPoint> batch_sweep(const ModelParameters& model, const WorkloadConfig& config, int devices) {
+  return sweep(model, config, devices, 16, 65536, [](WorkloadConfig& c, int64_t b) { c.batch_size = b; });
+}
+
+std::vector<SweepPoint> width_sweep(const ModelParameters& model, const WorkloadConfig& config, int devices) {
+  return sweep(model, config, devices, 16, 8192, [](WorkloadConfig& c, int64_t w) { c.hidden_size = w; });
+}
+
+std::optional<int64_t> break_even(const std::vector<SweepPoint>& sweep) {
+  std::optional<int64_t> from;
+  for (auto point = sweep.rbegin(); point != sweep.rend() && point->speedup > 1.0; ++point) from = point->value;
+  return from;
+}
+
 std::optional<int64_t> smallest_batch_where_n_beats_one(const ModelParameters& model, const WorkloadConfig& config,
                                                         int devices) {
-  return smallest_where_n_beats_one(model, config, devices, 16, 65536,
-                                    [](WorkloadConfig& c, int64_t b) { c.batch_size = b; });
+  return break_even(batch_sweep(model, config, devices));
 }
 
 std::optional<int64_t> smallest_width_where_n_beats_one(const ModelParameters& model, const WorkloadConfig& config,
                                                         int devices) {
-  return smallest_where_n_beats_one(model, config, devices, 16, 8192,
-                                    [](WorkloadConfig& c, int64_t w) { c.hidden_size = w; });
+  return break_even(width_sweep(model, config, devices));
 }
 
 }  // namespace ddp

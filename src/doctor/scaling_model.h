@@ -111,6 +111,10 @@ struct Prediction {
 // configuration out of range.
 Prediction predict(const ModelParameters& model, const WorkloadConfig& config);
 
+// DataError unless predict() gives a finite wall time > 0 for config, at its device count and
+// on one device: a model whose prices overflow (1e308 s) or are all 0 predicts nothing.
+void require_finite_prediction(const ModelParameters& model, const WorkloadConfig& config);
+
 // Fits every price from runs' summary.json objects (ddpscope.summary/1), phases of rank zero,
 // each run weighing 1/wall (relative residuals), every price kept >= 0. alpha and beta come
 // from the allreduce probe. Where the runs cannot separate two prices:
@@ -129,9 +133,24 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
 nlohmann::json to_json(const ModelParameters& model);
 ModelParameters model_from_json(const nlohmann::json& model);
 
-// The smallest per-device batch (powers of two, 16..65536) or hidden width (16..8192) at
-// which `devices` ranks finish before one rank on the same configuration; none in range:
-// nullopt.
+// predict()'s speedup of `devices` ranks over one when one size of `config` changes.
+struct SweepPoint {
+  int64_t value = 0;  // the per-device batch or the hidden width
+  double speedup = 0;
+};
+
+// The speedup at each per-device batch (powers of two, 16..65536) or hidden width (16..8192),
+// everything else as in config. UsageError when devices < 2.
+std::vector<SweepPoint> batch_sweep(const ModelParameters& model, const WorkloadConfig& config, int devices);
+std::vector<SweepPoint> width_sweep(const ModelParameters& model, const WorkloadConfig& config, int devices);
+
+// The break-even of a sweep: the smallest value from which N devices beat one (speedup > 1)
+// at it and at every larger value. The speedup need not grow with the size (fixed costs per
+// step that N ranks share can make small batches win and large ones lose), so a value that
+// wins with a loser above it is no break-even; nullopt when the largest value loses.
+std::optional<int64_t> break_even(const std::vector<SweepPoint>& sweep);
+
+// break_even of batch_sweep and width_sweep.
 std::optional<int64_t> smallest_batch_where_n_beats_one(const ModelParameters& model, const WorkloadConfig& config,
                                                         int devices);
 std::optional<int64_t> smallest_width_where_n_beats_one(const ModelParameters& model, const WorkloadConfig& config,

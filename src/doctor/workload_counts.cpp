@@ -143,6 +143,14 @@ WorkloadConfig workload_from_config(const nlohmann::json& config, int default_de
   return w;
 }
 
+bool is_workload_key(std::string_view key) {
+  constexpr std::string_view kKeys[] = {"devices", "dataset_size", "batch_size", "input_dim", "hidden_size",
+                                        "hidden_layers", "output_dim", "max_epochs", "accumulate_grad_batches",
+                                        "log_every_n_steps", "check_val_every_n_epoch", "limit_train_batches",
+                                        "bucket_cap_mb", "sync_every_micro_batch", "monitor_mode"};
+  return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
+}
+
 WorkloadConfig workload_from_summary(const nlohmann::json& summary) {
   if (!summary.is_object()) throw DataError("a run's summary is not a JSON object");
   const nlohmann::json* config = field(summary, "config");

@@ -5,6 +5,7 @@
 // counts; everything here is exact integer arithmetic on the configuration.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -72,5 +73,9 @@ WorkloadConfig workload_from_summary(const nlohmann::json& summary);
 // epochs; devices from "devices" when it is a number, else `default_devices`. Missing keys keep
 // WorkloadConfig's defaults; a key of the wrong type throws DataError.
 WorkloadConfig workload_from_config(const nlohmann::json& config, int default_devices = 1);
+
+// Whether workload_from_config reads this "config" key (snake_case): the options whose value
+// changes the work, and so the scaling model's time.
+bool is_workload_key(std::string_view key);
 
 }  // namespace ddp

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "support/run_command.h"
 
@@ -83,6 +84,15 @@ TEST(Doctor, FindsTheInjectedPerStepProbeAndNotWhenItIsAbsent) {
     }
   }
   EXPECT_TRUE(ablation);
+  // Each measured run's prediction is named by what its ablation changed, in the JSON and the terminal.
+  std::set<std::string> labels;
+  for (const auto& p : doc["predictions"]) {
+    if (p["measured_wall_seconds"].is_null()) continue;
+    EXPECT_TRUE(labels.insert(p["label"].get<std::string>()).second) << p.dump();
+  }
+  EXPECT_TRUE(labels.count("devices=1 monitor-background")) << doc["predictions"].dump(2);
+  EXPECT_NE(r.out.find("\n  devices=1 monitor-background:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  devices=1:"), std::string::npos) << r.out;
   for (const auto& f : doc["findings"]) {
     for (const char* key : {"title", "detail", "cost_seconds", "share_of_wall", "evidence", "fix"}) {
       EXPECT_TRUE(f.contains(key)) << key;

@@ -79,11 +79,131 @@ TEST(PredictCommand, PrintsTheModelsWallTimePhasesAndBreakEven) {
     EXPECT_NE(r.out.find(std::string("\n") + phase + " "), std::string::npos) << phase;
   }
   const auto batch = smallest_batch_where_n_beats_one(model(), c, 3);
-  EXPECT_NE(r.out.find(fmt::format("Smallest batch per device at which 3 devices beat 1: {}",
+  EXPECT_NE(r.out.find(fmt::format("Smallest batch per device from which 3 devices beat 1: {}",
                                    batch ? std::to_string(*batch) : "none in 16..65536")),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("Smallest hidden width at which 3 devices beat 1: "), std::string::npos);
+  EXPECT_NE(r.out.find("Smallest hidden width from which 3 devices beat 1: "), std::string::npos);
+  EXPECT_NE(r.out.find("Speedup of 3 devices over 1 by batch per device: 16 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Not modelled"), std::string::npos) << r.out;
+}
+
+TEST(PredictCommand, TakesTheTrainCommandLineAndNamesWhatItDoesNotModel) {
+  const auto dir = fresh_dir("predict_train_options");
+  nlohmann::json doc = doctor_json();
+  doc["config"]["accumulate_grad_batches"] = 1;  // the preset sets 3
+  const std::string path = write(dir, "doctor.json", doc.dump());
+  testing::CommandResult r = run_command(
+      predict_command("--from " + path + " --preset seed --devices 2 --batch-size 64 --lr 0.1 --no-shuffle"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Configuration: 2 devices x batch 64, MLP 10-256x3-1 (134657 parameters), 5000 samples, "
+                       "200 epochs, accumulate 3\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nNot modelled (the prediction is the same whatever their values): --lr, --no-shuffle\n"),
+            std::string::npos)
+      << r.out;
+  WorkloadConfig c;
+  c.devices = 2;
+  c.batch_size = 64;
+  c.accumulate_grad_batches = 3;
+  const Prediction p = predict(model(), c);
+  EXPECT_NE(r.out.find(fmt::format("Predicted wall time: {:.3f} s (1 device: {:.3f} s, speedup {:.2f}x)",
+                                   p.wall_seconds, p.one_device_wall_seconds, p.speedup)),
+            std::string::npos)
+      << r.out;
+
+  // A --config file as train reads it, overridden by the command line.
+  write(dir, "run.yaml", "batch_size: 128\nhidden_size: 64\nseed: 7\n");
+  r = run_command(predict_command("--from " + path + " --config run.yaml --hidden-size 512"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Configuration: 3 devices x batch 128, MLP 10-512x3-1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Not modelled (the prediction is the same whatever their values): --seed\n"), std::string::npos)
+      << r.out;
+}
+
+TEST(PredictCommand, JsonHasThePredictionAndTheBreakEvens) {
+  const auto dir = fresh_dir("predict_json");
+  const std::string path = write(dir, "doctor.json", doctor_json().dump());
+  const testing::CommandResult r =
+      run_command(predict_command("--from " + path + " --devices 2 --seed 3 --devices-list 1,4 --json"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "ddpscope.predict/1");
+  EXPECT_EQ(j["config"]["devices"], 2);
+  EXPECT_EQ(j["not_modelled"], nlohmann::json::array({"--seed"}));
+  WorkloadConfig c;
+  c.devices = 2;
+  c.accumulate_grad_batches = 3;
+  const Prediction p = predict(model(), c);
+  EXPECT_DOUBLE_EQ(j["prediction"]["wall_seconds"].get<double>(), p.wall_seconds);
+  EXPECT_DOUBLE_EQ(j["prediction"]["phases"]["comm_wait"].get<double>(), p.phases[static_cast<std::size_t>(Phase::kCommWait)]);
+  const auto batch = smallest_batch_where_n_beats_one(model(), c, 2);
+  EXPECT_EQ(j["batch_size"]["break_even"], batch ? nlohmann::json(*batch) : nlohmann::json(nullptr));
+  EXPECT_EQ(j["batch_size"]["sweep"].size(), 13u);
+  ASSERT_EQ(j["devices_list"].size(), 2u);
+  EXPECT_EQ(j["devices_list"][1]["devices"], 4);
+  EXPECT_TRUE(j["devices_list"][0]["break_even_batch_size"].is_null());
+}
+
+TEST(PredictCommand, BreakEvenAgreesWithThePrintedSpeedups) {
+  // Ranks that share the cores compute no faster, while the per-step logging they split is
+  // large: 2 devices win at small batches and lose at large ones.
+  ModelParameters m = model();
+  m.compute_contention = 1.2;
+  m.logging_seconds_per_event = 2e-3;
+  nlohmann::json doc = doctor_json();
+  doc["model"] = to_json(m);
+  const auto dir = fresh_dir("predict_break_even");
+  const std::string path = write(dir, "doctor.json", doc.dump());
+  const testing::CommandResult r =
+      run_command(predict_command("--from " + path + " --devices 2 --batch-size 1024 --log-every-n-steps 1"), dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  WorkloadConfig c;
+  c.devices = 2;
+  c.batch_size = 1024;
+  c.accumulate_grad_batches = 3;
+  c.log_every_n_steps = 1;
+  ASSERT_LT(predict(m, c).speedup, 1.0);
+  c.batch_size = 16;
+  ASSERT_GT(predict(m, c).speedup, 1.0);
+  EXPECT_NE(r.out.find("speedup 0."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Smallest batch per device from which 2 devices beat 1: none in 16..65536 (faster at 16, "),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(PredictCommand, AModelThatPredictsNoFiniteTimeExitsWithThree) {
+  const auto dir = fresh_dir("predict_bad_model");
+  struct Case {
+    std::string field;
+    double value;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"fixed_seconds_per_step", 1e308, "\"model\" predicts a wall time of inf s for 3 devices x batch 256"},
+      {"startup_seconds", 1e308, "\"model\" predicts 1e+308 s for 1 device, which the doctor measured at 10 s"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json doc = doctor_json();
+    doc["runs"] = {{{"devices", 1}, {"wall_seconds", 10.0}}};
+    doc["model"][c.field] = c.value;
+    const std::string path = write(dir, c.field + ".json", doc.dump());
+    const testing::CommandResult r = run_command(predict_command("--from " + path), dir);
+    EXPECT_EQ(r.exit_code, 3) << c.field;
+    EXPECT_NE(r.err.find(path + ": " + c.message), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  nlohmann::json zeros = doctor_json();
+  zeros["model"] = to_json(ModelParameters{});
+  const std::string path = write(dir, "zeros.json", zeros.dump());
+  const testing::CommandResult r = run_command(predict_command("--from " + path), dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find(path + ": \"model\" predicts a wall time of 0 s for 3 devices x batch 256; expected a finite "
+                       "time > 0"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
 TEST(PredictCommand, OverridesInterconnectAndDeviceList) {
@@ -165,6 +285,8 @@ TEST(PredictCommand, BadOptionsExitWithTwo) {
        "10gbe"},
       {"--from " + path + " --devices-list 1,0,3", "--devices-list: '0' is not accepted"},
       {"--from " + path + " --no-such-option", "no-such-option"},
+      {"--from " + path + " --lr -1", "--lr: '-1' is not accepted; expected a number > 0"},
+      {"--from " + path + " --preset fast", "--preset: 'fast' is not accepted; expected seed"},
   };
   for (const Case& c : cases) {
     const testing::CommandResult r = run_command(predict_command(c.args), dir);

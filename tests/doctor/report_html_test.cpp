@@ -132,6 +132,25 @@ TEST(ReportHtml, PredictionTableShowsLayersOnlyWhenPredicted) {
   EXPECT_NE(table.find("<td class=\"num\">8</td>"), std::string::npos);
 }
 
+TEST(ReportHtml, PredictionTableNamesEachRunByItsAblation) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  const std::string chart = element_with_id(render_report_html(doc), "speedup-chart", "</svg>");
+  // A run that changed no size: same devices, batch, width and layers as the baseline.
+  doc["predictions"][0]["label"] = "devices=1";
+  nlohmann::json ablation = doc["predictions"][0];
+  ablation["label"] = "devices=1 monitor-background";
+  ablation["ablation"] = "monitor-background";
+  ablation["predicted_wall_seconds"] = 3.5;
+  doc["predictions"].push_back(ablation);
+  const std::string html = render_report_html(doc);
+  const std::string table = element_with_id(html, "predictions", "</table>");
+  EXPECT_NE(table.find("<th>run</th>"), std::string::npos);
+  EXPECT_NE(table.find("<td>devices=1</td>"), std::string::npos);
+  EXPECT_NE(table.find("<td>devices=1 monitor-background</td>"), std::string::npos);
+  // The ablation is no point of the configuration's predicted speedup curve.
+  EXPECT_EQ(element_with_id(html, "speedup-chart", "</svg>"), chart);
+}
+
 TEST(ReportHtml, EscapesEveryStringFromTheJson) {
   nlohmann::json doc = load_fixture("seed_doctor.json");
   doc["config"]["default_root_dir"] = "/tmp/<script>alert(1)</script>";

@@ -337,5 +337,43 @@ TEST(ScalingModel, SmallestBatchAndWidthWhereNBeatsOne) {
   EXPECT_THROW(smallest_batch_where_n_beats_one(m, c, 1), UsageError);
 }
 
+TEST(ScalingModel, BreakEvenIsWhereNDevicesStayFaster) {
+  EXPECT_EQ(break_even({{16, 1.2}, {32, 1.1}, {64, 0.9}, {128, 1.05}, {256, 1.1}}), 128);
+  EXPECT_EQ(break_even({{16, 1.2}, {32, 1.1}}), 16);
+  // Faster at small batches only: no batch from which N devices win.
+  EXPECT_FALSE(break_even({{16, 1.2}, {32, 0.97}, {64, 0.95}}).has_value());
+  EXPECT_FALSE(break_even({{16, 0.5}, {32, 1.0}}).has_value());
+
+  // The sweep is predict()'s speedup at each batch, the numbers predict prints.
+  const ModelParameters m = known_parameters();
+  WorkloadConfig c;
+  c.epochs = 20;
+  const std::vector<SweepPoint> sweep = batch_sweep(m, c, 3);
+  ASSERT_EQ(sweep.size(), 13u);
+  for (const SweepPoint& point : sweep) {
+    WorkloadConfig at = c;
+    at.devices = 3;
+    at.batch_size = point.value;
+    EXPECT_EQ(point.speedup, predict(m, at).speedup) << point.value;
+  }
+  EXPECT_EQ(width_sweep(m, c, 3).back().value, 8192);
+}
+
+TEST(ScalingModel, RequiresAFinitePositivePrediction) {
+  WorkloadConfig c;
+  c.devices = 2;
+  EXPECT_NO_THROW(require_finite_prediction(known_parameters(), c));
+  ModelParameters huge = known_parameters();
+  huge.fixed_seconds_per_step = 1e308;
+  try {
+    require_finite_prediction(huge, c);
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "\"model\" predicts a wall time of inf s for 2 devices x batch 256; expected a "
+                                     "finite time > 0 (write the model with 'ddpscope doctor')");
+  }
+  EXPECT_THROW(require_finite_prediction(ModelParameters{}, c), DataError);
+}
+
 }  // namespace
 }  // namespace ddp

@@ -593,27 +593,55 @@ std::string utilization_chart(const Run& run, const char* series_class, double h
   return legend + "</ul>" + svg + "</svg>";
 }
 
+bool has_utilization(const Run& run) {
+  for (const DeviceSeries& d : utilization_of(run))
+    if (!d.points.empty()) return true;
+  return false;
+}
+
+const Json& config_of(const Run& run) { return member(member(*run.json, "summary"), "config"); }
+
+// Said in place of the chart, so that the section never shows empty axes.
+std::string why_no_utilization(const std::vector<Run>& runs) {
+  bool any_config = false, all_off = true;
+  for (const Run& r : runs) {
+    const double interval = number_of(config_of(r), "monitor_interval_ms");
+    if (!std::isfinite(interval)) continue;
+    any_config = true;
+    all_off = all_off && interval == 0;
+  }
+  if (!any_config) return "No run completed, so no utilization was measured.";
+  if (all_off) return "<code>--monitor-interval-ms 0</code>: no utilization measured (the monitor was off in every run).";
+  return "No run here carries utilization samples: the monitor was on, but it could not read the cores' counters "
+         "(/proc/stat) or the runs ended before they moved; each run's warnings say which.";
+}
+
+// How the main run's readings were taken, for the caption.
+std::string how_measured(const Run& run) {
+  if (text_of(config_of(run), "monitor_mode") == "per-step") return ", read by the seed's probe in every training step";
+  const double interval = number_of(config_of(run), "monitor_interval_ms");
+  return std::isfinite(interval) ? fmt::format(", sampled every {} ms off the training thread", format_number(interval))
+                                 : std::string();
+}
+
 std::string utilization_section(const std::vector<Run>& runs, int number) {
   const Run* main_run = nullptr;
   for (const Run& r : runs)
-    if (!array_of(*r.json, "utilization").empty() && (!main_run || r.devices > main_run->devices)) main_run = &r;
+    if (has_utilization(r) && (!main_run || r.devices > main_run->devices)) main_run = &r;
   std::string out = section_start(
       "utilization", number, "Device utilization over time",
-      "The chart the seed's author watched in W&amp;B, sampled here by ddpscope's background monitor, off the "
-      "training thread. Steady lines mean the devices are busy; saw-teeth mean they wait on each other, on data or "
-      "on fixed per-step costs.");
+      "The chart the seed's author watched in W&amp;B, measured here by ddpscope's monitor. Steady lines mean the "
+      "devices are busy; saw-teeth mean they wait on each other, on data or on fixed per-step costs.");
   if (!main_run) {
-    return out +
-           "<figure id=\"utilization-chart\"><p class=\"muted\">No run here carries utilization samples (the "
-           "monitor was off, or the runs did not record them).</p></figure></section>";
+    return out + "<figure id=\"utilization-chart\"><p class=\"muted\">" + why_no_utilization(runs) +
+           "</p></figure></section>";
   }
-  const double interval = number_of(member(member(*main_run->json, "summary"), "config"), "monitor_interval_ms");
   out += "<figure id=\"utilization-chart\">" + utilization_chart(*main_run, "series", 330);
   out += fmt::format("<figcaption>{}, one line per device{}.</figcaption></figure>", esc(main_run->label),
-                     std::isfinite(interval) ? fmt::format(", sampled every {} ms", format_number(interval)) : "");
+                     how_measured(*main_run));
   // The seed's contrast was "steady with one device, erratic with three": show the other runs beside it.
   for (const Run& r : runs) {
-    if (&r == main_run || array_of(*r.json, "utilization").empty()) continue;
+    if (&r == main_run || !has_utilization(r)) continue;
     out += fmt::format("<figure class=\"utilization-compare\" data-run=\"{}\"><h3>For comparison: {}</h3>{}</figure>",
                        esc(r.label), esc(r.label), utilization_chart(r, "compare-series", 230));
   }

@@ -55,9 +55,7 @@ void DeviceMonitor::start() {
   if (options_.interval_ms == 0 || running()) return;
   {
     std::lock_guard lock(data_mutex_);
-    ring_.clear();
-    ring_.reserve(options_.max_samples);
-    count_ = 0;
+    ring_.reset(options_.max_samples);
     latest_ = DeviceSample{};
   }
   {
@@ -86,17 +84,12 @@ DeviceSample DeviceMonitor::latest() const {
 
 std::vector<DeviceSample> DeviceMonitor::samples() const {
   std::lock_guard lock(data_mutex_);
-  if (count_ <= ring_.size()) return ring_;
-  // Wrapped: the oldest kept sample is the slot to be overwritten next.
-  const std::size_t oldest = count_ % ring_.size();
-  std::vector<DeviceSample> ordered(ring_.begin() + static_cast<std::ptrdiff_t>(oldest), ring_.end());
-  ordered.insert(ordered.end(), ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(oldest));
-  return ordered;
+  return ring_.ordered();
 }
 
 std::size_t DeviceMonitor::sample_count() const {
   std::lock_guard lock(data_mutex_);
-  return count_;
+  return ring_.count();
 }
 
 void DeviceMonitor::run() {
@@ -113,11 +106,8 @@ void DeviceMonitor::run() {
   Clock::time_point base_time = Clock::now();
   double core_busy = -1;
 
-  const std::chrono::milliseconds interval(options_.interval_ms);
-  Clock::time_point next = started_ + interval;
-  std::unique_lock lock(stop_mutex_);
-  while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
-    lock.unlock();
+  // Measures the window since the previous sample and records it; returns its time.
+  auto take_sample = [&] {
     const Clock::time_point now = Clock::now();
     DeviceSample sample;
     sample.seconds = seconds_between(started_, now);
@@ -147,29 +137,32 @@ void DeviceMonitor::run() {
       }
     }
 
-    {
-      std::lock_guard data_lock(data_mutex_);
-      if (ring_.size() < options_.max_samples) {
-        ring_.push_back(sample);
-      } else {
-        ring_[count_ % ring_.size()] = sample;
-      }
-      ++count_;
-      latest_ = sample;
-    }
+    std::lock_guard data_lock(data_mutex_);
+    ring_.push(sample);
+    latest_ = sample;
+    return now;
+  };
 
+  const std::chrono::milliseconds interval(options_.interval_ms);
+  Clock::time_point next = started_ + std::min(interval, kFirstSampleDelay);
+  std::unique_lock lock(stop_mutex_);
+  while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
+    lock.unlock();
+    const Clock::time_point now = take_sample();
     // Ticks stay on the grid started_ + k * interval; after a stall (a busy machine) skip
     // the missed ones instead of sampling in a burst.
-    next += interval;
-    if (next <= now) next = now + interval;
+    next = started_ + interval * ((now - started_) / interval + 1);
     lock.lock();
   }
+  lock.unlock();
+  take_sample();  // the end of the recording, however short it was
 }
 
 PerStepProbe::PerStepProbe(MonitorOptions options)
     : options_(std::move(options)), cores_(affinity_cores()), started_(Clock::now()) {
-  DDP_CHECK(options_.device_index >= 0);
+  DDP_CHECK(options_.device_index >= 0 && options_.max_samples > 0);
   buffer_.reserve(16384);
+  ring_.reset(options_.max_samples);
   base_jiffies_ = read_core_jiffies(cores_, buffer_);
   base_process_seconds_ = read_process_cpu_seconds_proc(buffer_);
   base_time_ = Clock::now();
@@ -222,6 +215,7 @@ DeviceSample PerStepProbe::probe_once() {
     if (sample.gpu_percent < 0) report_gpu_unavailable(why_not);
   }
   last_ = sample;
+  ring_.push(sample);
   return sample;
 }
 

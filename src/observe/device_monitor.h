@@ -4,6 +4,7 @@
 //   only for reading the latest sample (a short lock);
 // - PerStepProbe is the seed's habit, kept to measure its cost: inside every training step
 //   it opens everything, reads every device and closes it again, synchronously.
+// Both keep their readings in a SampleRing, for traces, summaries and reports.
 // On CPU ranks a device is the rank's pinned core(s): their busy share from /proc/stat,
 // and the process's own CPU time. On GPU ranks NVML adds the GPU's utilization and memory.
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "observe/cpu_usage.h"
+#include "observe/device_sample.h"
 #include "observe/nvml_probe.h"
 
 namespace ddp {
@@ -25,20 +27,9 @@ struct MonitorOptions {
   bool gpu = false;       // also read NVML
   int device_index = 0;   // the GPU this rank drives, in NVML's numbering
   std::string nvml_library = kNvmlLibrary;
-  // Samples kept (the latest ones), reserved at start(): 109 minutes at 100 ms, 2.5 MiB.
+  // Samples kept (the latest ones), reserved up front: 109 minutes at 100 ms, or 65,536
+  // per-step probes; 2.5 MiB.
   std::size_t max_samples = std::size_t{1} << 16;
-};
-
-// Percentages are 0..100; -1 means not measured (off, unavailable, or no clock tick yet).
-struct DeviceSample {
-  double seconds = 0;               // since start() (DeviceMonitor) or construction (PerStepProbe)
-  double core_busy_percent = -1;    // the pinned cores' non-idle share, all processes
-  double process_cpu_percent = -1;  // this process's CPU time over wall time, per pinned core
-  double gpu_percent = -1;
-  double gpu_memory_mb = -1;  // MiB used on the GPU, all processes
-
-  // The seed's device_<i>_utilization: the GPU's when it was read, else the cores' busy share.
-  double utilization() const { return gpu_percent >= 0 ? gpu_percent : core_busy_percent; }
 };
 
 class DeviceMonitor {
@@ -50,9 +41,11 @@ class DeviceMonitor {
 
   // Starts the sampler thread; the cores watched are the calling thread's affinity, so call
   // it after the rank is pinned. Nothing happens when interval_ms is 0. Calling start()
-  // again after stop() begins a new recording.
+  // again after stop() begins a new recording. The first sample comes kFirstSampleDelay
+  // after start (or one interval, when that is shorter), then one every interval.
   void start();
-  // Wakes and joins the sampler (prompt: it does not wait out the interval). Idempotent.
+  // Wakes the sampler, which takes a last sample (the end of the run), and joins it
+  // (prompt: it does not wait out the interval). Idempotent.
   void stop();
   bool running() const { return thread_.joinable(); }
 
@@ -68,6 +61,10 @@ class DeviceMonitor {
   // other clocks (trace counters).
   std::chrono::steady_clock::time_point started_at() const { return started_; }
 
+  // Two jiffies: the kernel's per-core counters have surely moved by then, so even a run
+  // shorter than one interval gets a measured sample at its start.
+  static constexpr std::chrono::milliseconds kFirstSampleDelay{20};
+
  private:
   using Clock = std::chrono::steady_clock;
   void run();
@@ -81,10 +78,9 @@ class DeviceMonitor {
   bool stop_ = false;
   std::thread thread_;
 
-  // Guarded by data_mutex_: the ring of samples, held for a copy only.
+  // Guarded by data_mutex_, held for a copy only.
   mutable std::mutex data_mutex_;
-  std::vector<DeviceSample> ring_;
-  std::size_t count_ = 0;  // ring_[count_ % max_samples] is the next slot
+  SampleRing ring_;
   DeviceSample latest_;
 };
 
@@ -92,16 +88,23 @@ class DeviceMonitor {
 // open, read and close /proc/stat and /proc/self/stat; with options.gpu also dlopen NVML,
 // init, read every device, shut down and dlclose (when the library is absent the failed
 // dlopen is paid every time too). The cost is the point: the Trainer charges it to the
-// `monitor` phase.
+// `monitor` phase. Each result is also kept, in a ring reserved at construction.
 class PerStepProbe {
  public:
-  // Reads the baselines that the first probe_once() measures against. interval_ms is unused.
+  // Reads the baselines that the first probe_once() measures against, and reserves
+  // max_samples. interval_ms is unused.
   explicit PerStepProbe(MonitorOptions options = {});
 
   // The CPU values cover the time since the last call that saw the cores' counters move:
   // they move in whole jiffies (10 ms), so probes closer together than that repeat the last
   // value (-1 until the first move). GPU values are device_index's (all devices are read).
   DeviceSample probe_once();
+
+  // The kept results, oldest first, and how many probes ran (as DeviceMonitor's).
+  std::vector<DeviceSample> samples() const { return ring_.ordered(); }
+  std::size_t sample_count() const { return ring_.count(); }
+  // The time DeviceSample::seconds counts from: construction.
+  std::chrono::steady_clock::time_point started_at() const { return started_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -115,6 +118,7 @@ class PerStepProbe {
   std::optional<double> base_process_seconds_;
   Clock::time_point base_time_;
   DeviceSample last_;
+  SampleRing ring_;
 };
 
 }  // namespace ddp

@@ -263,11 +263,25 @@ Metrics Trainer::device_utilization() {
   return out;
 }
 
+// The end sample, taken before the summary and the trace are written, and logged: every run,
+// however short, ends with a device_<rank>_utilization row in its metrics.
+void Trainer::stop_monitor() {
+  if (monitor_) monitor_->stop();
+  const Metrics utilization = device_utilization();
+  if (utilization.empty()) return;
+  // After the last epoch the loop's counter is one past it.
+  const int64_t epoch = options_.max_epochs >= 0 ? std::min(epoch_, options_.max_epochs - 1) : epoch_;
+  for (auto& logger : loggers_) logger->log_metrics(utilization, epoch, std::max<int64_t>(global_step_ - 1, 0));
+  flush_loggers();
+}
+
+// What the monitor measured (the background samples, or the per-step probe's readings), on
+// the steady clock.
 std::vector<UtilizationPoint> Trainer::utilization_points() const {
   std::vector<UtilizationPoint> points;
-  if (!monitor_) return points;
-  const int64_t started = steady_ns(monitor_->started_at());
-  for (const DeviceSample& s : monitor_->samples()) {
+  if (!monitor_ && !probe_) return points;
+  const int64_t started = steady_ns(monitor_ ? monitor_->started_at() : probe_->started_at());
+  for (const DeviceSample& s : monitor_ ? monitor_->samples() : probe_->samples()) {
     if (s.utilization() >= 0) points.push_back({started + static_cast<int64_t>(s.seconds * 1e9), s.utilization()});
   }
   return points;
@@ -572,7 +586,7 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
   gather_field(&AllreduceStats::in_flight_seconds);
   gather_field(&AllreduceStats::hidden_seconds);
   stats_.allreduce = stats_.allreduce_per_rank[0];
-  if (monitor_) monitor_->stop();
+  stop_monitor();
   gather_utilization();
   if (options_.profiler == "trace") write_trace(loop);
   if (!is_global_zero()) return;

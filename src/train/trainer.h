@@ -54,6 +54,7 @@ class Trainer {
   Metrics global_mean(const Metrics& local);
   Metrics device_utilization();
   void start_monitor();
+  void stop_monitor();
   void gather_utilization();
   void restore(LightningModule& module, Loop& loop);
   void save_checkpoint_files(LightningModule& module, Loop& loop, int64_t epoch, int64_t next_batch, bool periodic);

@@ -79,6 +79,44 @@ TEST(ReportHtml, DrawsOneUtilizationSeriesPerDeviceOfTheLargestRun) {
   EXPECT_EQ(count(html, "class=\"compare-series\""), 1u) << "the 1-device run is shown beside it";
 }
 
+TEST(ReportHtml, PlotsThePerStepProbesReadingsAndSaysHowTheyWereTaken) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  for (auto& run : doc["runs"]) run["summary"]["config"]["monitor_mode"] = "per-step";
+  const std::string chart = element_with_id(render_report_html(doc), "utilization-chart", "</figure>");
+  EXPECT_EQ(count(chart, "class=\"series\""), 2u);
+  EXPECT_NE(chart.find("read by the seed's probe in every training step"), std::string::npos) << chart;
+  EXPECT_EQ(chart.find("sampled every"), std::string::npos) << chart;
+}
+
+// The seed preset's baselines used to carry one empty series per device: axes, no line.
+TEST(ReportHtml, NeverDrawsAnEmptyUtilizationChart) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  for (auto& run : doc["runs"])
+    for (auto& device : run["utilization"]) device["points"] = nlohmann::json::array();
+  const std::string html = render_report_html(doc);
+  const std::string chart = element_with_id(html, "utilization-chart", "</figure>");
+  EXPECT_EQ(chart.find("<svg"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("No run here carries utilization samples: the monitor was on"), std::string::npos) << chart;
+  EXPECT_EQ(count(html, "class=\"utilization-compare\""), 0u);
+}
+
+TEST(ReportHtml, SaysTheMonitorWasOffInPlaceOfTheChart) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  for (auto& run : doc["runs"]) {
+    run["summary"]["config"]["monitor_interval_ms"] = 0;
+    run["utilization"] = nlohmann::json::array();
+  }
+  const std::string chart = element_with_id(render_report_html(doc), "utilization-chart", "</figure>");
+  EXPECT_EQ(chart.find("<svg"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("<code>--monitor-interval-ms 0</code>: no utilization measured"), std::string::npos) << chart;
+}
+
+TEST(ReportHtml, SaysNoRunCompletedInPlaceOfTheChart) {
+  const nlohmann::json doc = nlohmann::json::parse(R"({"runs": [{"label": "devices=2", "ok": false, "error": "x"}]})");
+  const std::string chart = element_with_id(render_report_html(doc), "utilization-chart", "</figure>");
+  EXPECT_NE(chart.find("No run completed, so no utilization was measured."), std::string::npos) << chart;
+}
+
 TEST(ReportHtml, SpeedupChartHasMeasuredPredictedAndIdeal) {
   const std::string html = render_report_html(load_fixture("seed_doctor.json"));
   const std::string chart = element_with_id(html, "speedup-chart", "</figure>");

@@ -139,13 +139,35 @@ TEST(DeviceMonitorTest, StopIsPromptAndIdempotent) {
   DeviceMonitor monitor({.interval_ms = 60'000});
   monitor.start();
   monitor.start();  // already running: no second thread
-  std::this_thread::sleep_for(milliseconds(20));
+  std::this_thread::sleep_for(milliseconds(30));
   const Clock::time_point before = Clock::now();
   monitor.stop();
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - before).count(), 1.0);
   EXPECT_FALSE(monitor.running());
+  const std::size_t taken = monitor.sample_count();
   monitor.stop();
-  EXPECT_EQ(monitor.sample_count(), 0u);  // stopped before the first tick
+  EXPECT_EQ(monitor.sample_count(), taken) << "a second stop() takes no second end sample";
+  // Long before the first interval ended: the start sample (unless the machine delayed the
+  // sampler past stop()) and the end sample.
+  EXPECT_GE(taken, 1u);
+  EXPECT_LE(taken, 2u);
+  EXPECT_GE(monitor.latest().seconds, 0.03) << "the last sample is taken at stop()";
+}
+
+// A run shorter than one interval still has a measured sample at its start and at its end.
+TEST(DeviceMonitorTest, ARecordingShorterThanOneIntervalHasAStartAndAnEndSample) {
+  PinnedToOneCore pinned;
+  DeviceMonitor monitor({.interval_ms = 100});
+  monitor.start();
+  spin_for(milliseconds(60));
+  monitor.stop();
+  const std::vector<DeviceSample> samples = monitor.samples();
+  ASSERT_GE(samples.size(), 2u);
+  EXPECT_GE(samples.back().seconds, 0.06) << "the last sample is taken at stop()";
+  for (const DeviceSample& sample : {samples.front(), samples.back()}) {
+    EXPECT_GE(sample.utilization(), 0.0) << "at " << sample.seconds << " s";
+    EXPECT_LE(sample.utilization(), 100.0);
+  }
 }
 
 TEST(DeviceMonitorTest, TrainingThreadReadsWhileSampling) {
@@ -204,6 +226,29 @@ TEST(PerStepProbeTest, WorksRepeatedlyAndStaysInRange) {
   }
   // 120 ms of steps cross many jiffies; only the probes before the first one say -1.
   EXPECT_GE(measured, 20);
+}
+
+TEST(PerStepProbeTest, KeepsEveryReadingInOrder) {
+  PerStepProbe probe;
+  std::vector<DeviceSample> returned;
+  for (int step = 0; step < 10; ++step) returned.push_back(probe.probe_once());
+  const std::vector<DeviceSample> kept = probe.samples();
+  ASSERT_EQ(kept.size(), returned.size());
+  EXPECT_EQ(probe.sample_count(), returned.size());
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_EQ(kept[i].seconds, returned[i].seconds);
+    EXPECT_EQ(kept[i].core_busy_percent, returned[i].core_busy_percent);
+  }
+}
+
+TEST(PerStepProbeTest, KeepsTheLatestReadingsWhenTheRingIsFull) {
+  PerStepProbe probe({.max_samples = 4});
+  std::vector<DeviceSample> returned;
+  for (int step = 0; step < 10; ++step) returned.push_back(probe.probe_once());
+  const std::vector<DeviceSample> kept = probe.samples();
+  ASSERT_EQ(kept.size(), 4u);
+  EXPECT_EQ(probe.sample_count(), 10u);
+  for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i].seconds, returned[6 + i].seconds);
 }
 
 TEST(PerStepProbeTest, SeesABusyCore) {

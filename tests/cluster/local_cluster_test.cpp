@@ -1,0 +1,106 @@
+// Multi-host runs on scripts/local-cluster: two namespace hosts, one rank each, TCP between
+// them. Needs root and iproute2; skipped (not passed) without them. Every test brings the
+// cluster up and always takes it down.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kScript = std::string(DDPSCOPE_SOURCE_DIR) + "/scripts/local-cluster";
+const std::string kMpirun = "ip netns exec ddpscope-login mpirun $(" + kScript + " options) -np 2 ";
+
+class LocalCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: it creates network namespaces";
+    if (std::system("command -v ip >/dev/null && command -v tc >/dev/null") != 0) {
+      GTEST_SKIP() << "needs ip and tc: apt-get install -y iproute2";
+    }
+    const testing::CommandResult up = testing::run_command(kScript + " up 2", testing::fresh_dir("cluster_up"));
+    ASSERT_EQ(up.exit_code, 0) << up.err;
+    up_ = true;
+  }
+  void TearDown() override {
+    if (up_) EXPECT_EQ(std::system((kScript + " down").c_str()), 0);
+  }
+  bool up_ = false;
+};
+
+nlohmann::json summary(const fs::path& dir, int version = 0) {
+  return nlohmann::json::parse(
+      testing::read_text(dir / ("ddpscope_logs/version_" + std::to_string(version)) / "summary.json"));
+}
+
+TEST_F(LocalCluster, TwoHostsWithBatchBEqualOneRankWithBatch2B) {
+  const std::string common = " train --max-epochs 3 --dataset-size 512 --progress-bar off --logger none";
+  const fs::path two = testing::fresh_dir("cluster_two_hosts"), one = testing::fresh_dir("cluster_one_rank");
+  const auto hosts = testing::run_command(kMpirun + DDPSCOPE_BINARY + common + " --batch-size 64 --num-nodes 2", two);
+  ASSERT_EQ(hosts.exit_code, 0) << hosts.err;
+  const auto single = testing::run_command(std::string(DDPSCOPE_BINARY) + common + " --batch-size 128", one);
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  const nlohmann::json a = summary(two), b = summary(one);
+  EXPECT_EQ(a["hosts"], nlohmann::json({"ddpscope-h1", "ddpscope-h2"}));
+  const double val_a = a["final"]["val_loss"], val_b = b["final"]["val_loss"];
+  EXPECT_NEAR(val_a, val_b, 1e-5 * std::abs(val_b));
+  EXPECT_NE(hosts.out.find("Profiler report (2 ranks on 2 hosts"), std::string::npos) << hosts.out;
+}
+
+TEST_F(LocalCluster, NumNodesIsCheckedAgainstTheRealHosts) {
+  const auto run = testing::run_command(kMpirun + DDPSCOPE_BINARY + " train --max-epochs 1 --num-nodes 1",
+                                        testing::fresh_dir("cluster_num_nodes"));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--num-nodes 1 but this job's 2 rank(s) run on 2 host(s); set --num-nodes 2"),
+            std::string::npos)
+      << run.err;
+}
+
+// The link of host 2 goes down mid-run: exit 4 within 30 s naming rank 1 and its host, no
+// process left on either host, and the job resumes from its last checkpoint once healed.
+TEST_F(LocalCluster, CutLinkEndsTheJobWithCode4NamingTheHostAndResumes) {
+  const fs::path dir = testing::fresh_dir("cluster_cut");
+  const std::string train = kMpirun + DDPSCOPE_BINARY +
+                            " train --num-nodes 2 --progress-bar off --checkpoint-every-n-epochs 1 --version 0";
+  const std::string cut = "(sleep 8; " + kScript + " cut 2; date +%s.%N > cut_at) & ";
+  const auto run = testing::run_command(cut + train + " --max-epochs 100000; echo $? > rc; date +%s.%N > end_at", dir);
+  EXPECT_EQ(std::stoi(testing::read_text(dir / "rc")), 4) << run.err;
+  const double seconds = std::stod(testing::read_text(dir / "end_at")) - std::stod(testing::read_text(dir / "cut_at"));
+  EXPECT_LT(seconds, 30.0);
+  EXPECT_NE(run.err.find("rank(s) 1 (on ddpscope-h2) stopped responding (hung, killed or cut off)"), std::string::npos)
+      << run.err;
+  std::string left;
+  for (int tries = 0; tries < 50; ++tries) {
+    left = testing::run_command("ip netns pids ddpscope-h1; ip netns pids ddpscope-h2", dir / "pids").out;
+    if (left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(left, "") << "processes left on the hosts";
+
+  ASSERT_EQ(std::system((kScript + " heal 2").c_str()), 0);
+  // The checkpoints are named epoch=E-step=S; resume from the last for 3 more steps.
+  const fs::path checkpoints = dir / "ddpscope_logs/version_0/checkpoints";
+  ASSERT_TRUE(fs::exists(checkpoints / "last.safetensors"));
+  int64_t steps = 0;
+  for (const auto& entry : fs::directory_iterator(checkpoints)) {
+    const std::string name = entry.path().stem().string();
+    if (name.rfind("epoch=", 0) == 0) steps = std::max<int64_t>(steps, std::stoll(name.substr(name.find("step=") + 5)));
+  }
+  const auto resumed = testing::run_command(
+      kMpirun + DDPSCOPE_BINARY + " train --num-nodes 2 --progress-bar off --version 1 --max-epochs 100000" +
+          " --max-steps " + std::to_string(steps + 3) + " --ckpt-path " + (checkpoints / "last.safetensors").string(),
+      dir);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(summary(dir, 1)["optimizer_steps"], steps + 3);
+}
+
+}  // namespace
+}  // namespace ddp

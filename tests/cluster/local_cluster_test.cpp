@@ -71,7 +71,8 @@ TEST_F(LocalCluster, CutLinkEndsTheJobWithCode4NamingTheHostAndResumes) {
   const std::string train = kMpirun + DDPSCOPE_BINARY +
                             " train --num-nodes 2 --progress-bar off --checkpoint-every-n-epochs 1 --version 0";
   const std::string cut = "(sleep 8; " + kScript + " cut 2; date +%s.%N > cut_at) & ";
-  const auto run = testing::run_command(cut + train + " --max-epochs 100000; echo $? > rc; date +%s.%N > end_at", dir);
+  const auto run =
+      testing::run_command("{ " + cut + train + " --max-epochs 100000; echo $? > rc; date +%s.%N > end_at; }", dir);
   EXPECT_EQ(std::stoi(testing::read_text(dir / "rc")), 4) << run.err;
   const double seconds = std::stod(testing::read_text(dir / "end_at")) - std::stod(testing::read_text(dir / "cut_at"));
   EXPECT_LT(seconds, 30.0);

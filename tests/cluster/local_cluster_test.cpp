@@ -103,5 +103,32 @@ TEST_F(LocalCluster, CutLinkEndsTheJobWithCode4NamingTheHostAndResumes) {
   EXPECT_EQ(summary(dir, 1)["optimizer_steps"], steps + 3);
 }
 
+// Host 2's link drops to 20 Mbit/s once the first epoch is checkpointed: the job still
+// ends with exit 0, and the wait shows in comm_wait. The bound is physical, not a timing:
+// every later allreduce sends the gradient out of host 2 through that link, and half the
+// time that takes at 20 Mbit/s is already far above an unshaped run's whole comm_wait.
+TEST_F(LocalCluster, SlowedLinkShowsInCommWaitAndTheJobFinishes) {
+  const fs::path dir = testing::fresh_dir("cluster_slow");
+  const std::string train = kMpirun + DDPSCOPE_BINARY +
+                            " train --num-nodes 2 --progress-bar off --max-epochs 1000 --max-steps 40"
+                            " --dataset-size 1280 --checkpoint-every-n-epochs 1 --version 0";
+  const std::string first_epoch = "ddpscope_logs/version_0/checkpoints/epoch=0-step=*.safetensors";
+  const std::string slow = "(for i in $(seq 600); do ls " + first_epoch + " >/dev/null 2>&1 && break; sleep 0.05; done; " +
+                           kScript + " shape 2 20mbit; ls " + first_epoch + " > shaped_after) & ";
+  const auto run = testing::run_command("{ " + slow + train + "; echo $? > rc; wait; }", dir);
+  ASSERT_EQ(std::stoi(testing::read_text(dir / "rc")), 0) << run.err;
+  ASSERT_FALSE(testing::read_text(dir / "shaped_after").empty()) << "the first epoch never finished";
+  const nlohmann::json s = summary(dir);
+  const std::string checkpoint = testing::read_text(dir / "shaped_after");
+  const int64_t before = std::stoll(checkpoint.substr(checkpoint.find("step=") + 5));
+  // A few steps may run between the checkpoint and the new rate.
+  const int64_t slowed_calls = s["allreduce"]["calls"].get<int64_t>() - before - 5;
+  const double bytes_per_call = s["allreduce"]["bytes"].get<double>() / s["allreduce"]["calls"].get<double>();
+  const double link_seconds = slowed_calls * bytes_per_call * 8 / 20e6;
+  EXPECT_GT(s["phases"]["comm_wait"].get<double>(), 0.5 * link_seconds);
+  // The report's rows are sorted by total: comm_wait comes first.
+  EXPECT_NE(run.out.find("-\ncomm_wait   |"), std::string::npos) << run.out;
+}
+
 }  // namespace
 }  // namespace ddp

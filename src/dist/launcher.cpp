@@ -19,6 +19,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,14 @@ int relaunch_under_mpirun(int argc, char** argv, int devices, int threads_per_de
   // MPI probes its network stacks (UCX, OFI) first: MPI_Init took 0.28 s instead of 0.07 s
   // here, a tenth of the seed's whole run on two cores.
   args.insert(args.end(), {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"});
+  // DDPSCOPE_MPIRUN_ARGS (doctor --mpirun-args): the job spans the hosts those arguments name
+  // (a hostfile, TCP), so they replace this host's binding and shared memory above; mpirun
+  // refuses an --mca given twice.
+  if (const char* extra = std::getenv("DDPSCOPE_MPIRUN_ARGS"); extra != nullptr && *extra != '\0') {
+    args.resize(3);  // mpirun -np N
+    std::istringstream words(extra);
+    for (std::string word; words >> word;) args.push_back(word);
+  }
   args.insert(args.end(), {"-x", "DDPSCOPE_LAUNCHED", "-x", "DDPSCOPE_LAUNCH_REALTIME_NS", self});
   // The ranks count their wall time from here, so that start-up includes the launch.
   const auto launch = std::chrono::system_clock::now().time_since_epoch();

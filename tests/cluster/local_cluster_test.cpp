@@ -160,5 +160,22 @@ TEST_F(LocalCluster, ProbeOnAShapedLinkMeasuresBetaUnderItsRate) {
   EXPECT_GT(unshaped, 2 * shaped);
 }
 
+// doctor --mpirun-args with the local cluster's options: the 2-device runs and the allreduce
+// probe span both hosts (the doctor itself runs in the launcher namespace, as mpirun must).
+TEST_F(LocalCluster, DoctorComparesOneDeviceWithTwoHosts) {
+  const fs::path dir = testing::fresh_dir("cluster_doctor");
+  const auto run = testing::run_command("ip netns exec ddpscope-login " + std::string(DDPSCOPE_BINARY) +
+                                            " doctor --devices 1,2 --num-nodes 2 --max-epochs 2 --dataset-size 1024"
+                                            " --mpirun-args \"$(" + kScript + " options)\"",
+                                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  const fs::path root = dir / "ddpscope_logs/version_0";
+  const nlohmann::json two = nlohmann::json::parse(testing::read_text(root / "runs/devices=2/summary.json"));
+  EXPECT_EQ(two["hosts"], nlohmann::json({"ddpscope-h1", "ddpscope-h2"}));
+  const nlohmann::json doctor = nlohmann::json::parse(testing::read_text(root / "doctor.json"));
+  EXPECT_FALSE(doctor["allreduce_probe"].empty()) << run.out;
+  EXPECT_NE(run.out.find("Every mpirun started here took: --allow-run-as-root --hostfile"), std::string::npos) << run.out;
+}
+
 }  // namespace
 }  // namespace ddp

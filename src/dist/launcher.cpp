@@ -149,6 +149,7 @@ int relaunch_under_mpirun(int argc, char** argv, int devices, int threads_per_de
   // refuses an --mca given twice.
   if (const char* extra = std::getenv("DDPSCOPE_MPIRUN_ARGS"); extra != nullptr && *extra != '\0') {
     args.resize(3);  // mpirun -np N
+    if (geteuid() == 0) args.push_back("--allow-run-as-root");
     std::istringstream words(extra);
     for (std::string word; words >> word;) args.push_back(word);
   }

@@ -129,12 +129,12 @@ TEST(Doctor, BadDeviceListsAndExistingFoldersAreRefused) {
 // mpirun would refuse to start (it does for any repeated --mca).
 TEST(Doctor, MpirunArgsReachEveryMpirunItStarts) {
   const auto dir = fresh_dir("doctor_mpirun_args");
-  const std::string tcp = " --mpirun-args '--allow-run-as-root --oversubscribe --bind-to none --mca pml ob1 --mca btl self,tcp'";
+  const std::string tcp = " --mpirun-args '--oversubscribe --bind-to none --mca pml ob1 --mca btl self,tcp'";
   const auto r = run_command(kBinary + " compare --devices 1,2" + kTiny + tcp, dir);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto doc = read_json(dir / "ddpscope_logs/version_0/compare.json");
   EXPECT_TRUE(doc["runs"][1]["ok"].get<bool>()) << doc["runs"][1].dump();
-  EXPECT_NE(r.out.find("Every mpirun started here took: --allow-run-as-root --oversubscribe"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Every mpirun started here took: --oversubscribe"), std::string::npos) << r.out;
 
   const auto bogus = run_command(kBinary + " compare --devices 1,2 --version bogus --mpirun-args --no-such-option" + kTiny, dir);
   ASSERT_EQ(bogus.exit_code, 0) << bogus.err;

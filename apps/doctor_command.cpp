@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -67,6 +68,16 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
     }
   }
   config.trainer.devices = 0;  // each run sets its own
+  // Every mpirun this command starts (its runs' and the probe's) takes these, through the
+  // environment its children inherit (src/dist/launcher.cpp).
+  if (const CLI::Option* extra = command.get_option("--mpirun-args"); extra->count() > 0) {
+    const std::string text = extra->as<std::string>();
+    if (text.find_first_not_of(" \t") == std::string::npos) {
+      reject_value("mpirun-args", text, "mpirun options separated by spaces, e.g. \"$(scripts/local-cluster options)\"");
+    }
+    setenv("DDPSCOPE_MPIRUN_ARGS", text.c_str(), 1);
+    notes.push_back(fmt::format("Every mpirun started here took: {}.", text));
+  }
   if (config.preset == "seed" && ablations) {
     // The seed's script probes utilization inside every step: the baseline keeps that habit,
     // and an ablation measures what sampling in the background saves.
@@ -120,11 +131,15 @@ void add_doctor_commands(CLI::App& app, DoctorCommands& c) {
   add_run_options(*c.compare, c.compare_options, {"devices"});
   c.compare->add_option("--devices", c.compare_devices, "device counts to compare, e.g. 1,2,3")->group("trainer");
   c.compare->add_flag("--overwrite", c.compare_overwrite, "replace an existing --version folder");
+  c.compare->add_option("--mpirun-args", "extra arguments for every mpirun it starts (a hostfile, transports)")
+      ->group("trainer");
 
   c.doctor = app.add_subcommand("doctor", "compare + ablations of the seed's habits + a fitted scaling model + findings");
   add_run_options(*c.doctor, c.doctor_options, {"devices"});
   c.doctor->add_option("--devices", c.doctor_devices, "device counts to compare, e.g. 1,2")->group("trainer");
   c.doctor->add_flag("--overwrite", c.doctor_overwrite, "replace an existing --version folder");
+  c.doctor->add_option("--mpirun-args", "extra arguments for every mpirun it starts (a hostfile, transports)")
+      ->group("trainer");
 
   c.probe = app.add_subcommand("probe-allreduce", "time MPI allreduce at a few sizes (used by doctor)");
   c.probe->group("");  // internal: not listed in --help

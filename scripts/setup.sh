@@ -8,7 +8,7 @@ packages=(
   libopenblas-dev libblis-dev libdnnl-dev ocl-icd-opencl-dev
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libbenchmark-dev
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin iproute2
   protobuf-compiler
   python3-numpy
   chromium fonts-liberation

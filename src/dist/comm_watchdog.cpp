@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include <unistd.h>
 #include <vector>
 
 #include "base/error.h"
@@ -31,10 +33,25 @@ void check_or_abort(int rc, const char* call, int rank) {
   std::_Exit(static_cast<int>(ExitCode::kDistributed));
 }
 
-std::string rank_list(const std::vector<int>& ranks) {
+// "1 (on node2), 3 (on node4)": on a cluster the host is what the user goes to look at.
+std::string rank_list(const std::vector<int>& ranks, const std::vector<std::string>& hosts) {
   std::string out;
-  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    out += fmt::format("{}{} (on {})", i ? ", " : "", ranks[i], hosts[static_cast<std::size_t>(ranks[i])]);
+  }
   return out;
+}
+
+// Every rank's host name, gathered once at start (collective), while every rank answers.
+std::vector<std::string> gather_host_names(MPI_Comm comm, int rank, int size) {
+  constexpr int kNameBytes = 256;
+  std::vector<char> mine(kNameBytes, '\0'), all(static_cast<std::size_t>(kNameBytes) * size, '\0');
+  if (gethostname(mine.data(), kNameBytes - 1) != 0) std::snprintf(mine.data(), kNameBytes, "localhost");
+  check_or_abort(MPI_Allgather(mine.data(), kNameBytes, MPI_CHAR, all.data(), kNameBytes, MPI_CHAR, comm),
+                 "MPI_Allgather", rank);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < size; ++r) hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * kNameBytes);
+  return hosts;
 }
 
 }  // namespace
@@ -53,6 +70,7 @@ double comm_timeout_from_env() {
 CommWatchdog::CommWatchdog(MPI_Comm diag_comm, double timeout_s) : comm_(diag_comm), timeout_s_(timeout_s) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  hosts_ = gather_host_names(comm_, rank_, size_);
   check_or_abort(MPI_Irecv(&query_value_, 1, MPI_INT64_T, MPI_ANY_SOURCE, kQueryTag, comm_, &query_request_),
                  "MPI_Irecv", rank_);
   thread_ = std::thread([this] { run(); });
@@ -141,12 +159,12 @@ void CommWatchdog::diagnose_and_abort(const char* operation) {
   }
   std::string cause;
   if (!silent.empty()) {
-    cause = fmt::format("rank(s) {} stopped responding (hung or killed)", rank_list(silent));
-    if (!behind.empty()) cause += fmt::format("; rank(s) {} still run but never reached it", rank_list(behind));
+    cause = fmt::format("rank(s) {} stopped responding (hung, killed or cut off)", rank_list(silent, hosts_));
+    if (!behind.empty()) cause += fmt::format("; rank(s) {} still run but never reached it", rank_list(behind, hosts_));
   } else if (!behind.empty()) {
     cause = fmt::format(
         "rank(s) {} stopped responding (hung or killed): still running but never reached this {} (collective #{})",
-        rank_list(behind), operation, mine);
+        rank_list(behind, hosts_), operation, mine);
   } else {
     cause = "every rank is inside it, so the transport between them stopped delivering";
   }

@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <list>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace ddp {
 
@@ -67,6 +69,7 @@ class CommWatchdog {
   MPI_Comm comm_;
   int rank_ = 0;
   int size_ = 1;
+  std::vector<std::string> hosts_;  // by rank, to name a silent rank's host
   double timeout_s_;
 
   std::atomic<int64_t> entered_{0};

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -210,6 +211,15 @@ int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch) {
   // MPI probes its network stacks (UCX, OFI) first: MPI_Init took 0.28 s instead of 0.07 s
   // here, a tenth of the seed's whole run on two cores.
   args.insert(args.end(), {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"});
+  // DDPSCOPE_MPIRUN_ARGS (doctor --mpirun-args): the job spans the hosts those arguments name
+  // (a hostfile, TCP), so they replace this host's binding and shared memory above; mpirun
+  // refuses an --mca given twice.
+  if (const char* extra = std::getenv("DDPSCOPE_MPIRUN_ARGS"); extra != nullptr && *extra != '\0') {
+    args.resize(3);  // mpirun -np N
+    if (geteuid() == 0) args.push_back("--allow-run-as-root");
+    std::istringstream words(extra);
+    for (std::string word; words >> word;) args.push_back(word);
+  }
   // When a job ends early, mpirun sends SIGTERM and waits this long before SIGKILL, twice,
   // even when the ranks are gone: 2 s added to every stop. Graceful stops are the
   // launcher's (it signals the ranks itself), so mpirun need not wait.

@@ -11,6 +11,16 @@ namespace {
 
 std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share); }
 
+// "one host" or "2 hosts (node1, node2)": where a run's ranks ran, from its summary.json.
+std::string where_ranks_ran(const RunRecord& run) {
+  std::vector<std::string> hosts;
+  for (const auto& h : run.summary.value("hosts", nlohmann::json::array())) hosts.push_back(h.get<std::string>());
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  if (hosts.size() <= 1) return "one host";
+  return fmt::format("{} hosts ({})", hosts.size(), fmt::join(hosts, ", "));
+}
+
 // A habit whose time, measured in its own phase, is more than kHabitMinShare of the run;
 // the ablation without it is the evidence of what removing it gives back.
 void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
@@ -115,10 +125,11 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     f.title = fmt::format("Waiting for gradients costs {:.2f} s at {} devices: {} of the run", comm_wait, n,
                           percent(comm_wait / wall));
     f.detail = fmt::format(
-        "{} gradient synchronisations of {:.0f} KB. By the measured allreduce (alpha {:.1f} us, beta {:.2f} GB/s) the "
-        "transfers take {:.3f} s; the other {:.3f} s is ranks waiting for the slowest one ({} of the compute between "
-        "synchronisations on this machine).",
-        counts.syncs_per_epoch * in.workload.epochs, counts.parameters * 4 / 1e3, 1e6 * in.model.alpha_seconds,
+        "{} gradient synchronisations of {:.0f} KB between ranks on {}. By the measured allreduce (alpha {:.1f} us, "
+        "beta {:.2f} GB/s) the transfers take {:.3f} s; the other {:.3f} s is ranks waiting for the slowest one ({} "
+        "of the compute between synchronisations on this machine).",
+        counts.syncs_per_epoch * in.workload.epochs, counts.parameters * 4 / 1e3, where_ranks_ran(many),
+        1e6 * in.model.alpha_seconds,
         in.model.beta_bytes_per_second / 1e9, transfer, std::max(0.0, comm_wait - transfer),
         percent(in.model.jitter_fraction));
     f.cost_seconds = comm_wait;
@@ -126,6 +137,28 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     f.evidence = {many.label};
     f.fix = "Synchronise less often per unit of work: a larger per-device batch or more gradient accumulation; "
             "keep no_sync on during accumulation.";
+    out.push_back(std::move(f));
+  }
+
+  // Each of N ranks computes 1/N of the 1-device run's steps; what its compute takes beyond
+  // that is the ranks slowing each other where they share a host (cores, memory bandwidth,
+  // other processes), a cost apart from the network's, which is in the wait above.
+  const auto compute = [](const RunRecord& r) { return r.phase("forward") + r.phase("backward") + r.phase("optimizer"); };
+  const double sharing = compute(many) - compute(one) / n;
+  if (sharing / wall > kSharingMinShare) {
+    Finding f;
+    f.title = fmt::format("Ranks slow each other's compute by {:.2f} s at {} devices: {} of the run", sharing, n,
+                          percent(sharing / wall));
+    f.detail = fmt::format(
+        "Forward, backward and optimizer took {:.3f} s per rank on {}, against {:.3f} s for a 1/{} share of the "
+        "1-device run: the ranks compete for what they share (cores, memory bandwidth, other processes on the "
+        "host). This is not the network; the gradient transfers are counted in the wait for gradients.",
+        compute(many), where_ranks_ran(many), compute(one) / n, n);
+    f.cost_seconds = sharing;
+    f.share_of_wall = sharing / wall;
+    f.evidence = evidence;
+    f.fix = "Give each rank cores of its own: no more ranks per host than idle cores, pinned, with nothing else "
+            "running there; or spread the ranks over more hosts.";
     out.push_back(std::move(f));
   }
 

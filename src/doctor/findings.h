@@ -16,6 +16,7 @@ namespace ddp {
 inline constexpr double kHabitMinShare = 0.02;       // a habit whose removal saves more
 inline constexpr double kStartupMinShare = 0.05;     // extra start-up of N devices
 inline constexpr double kCommWaitMinShare = 0.03;    // waiting for gradients
+inline constexpr double kSharingMinShare = 0.05;     // ranks slowing each other's compute
 inline constexpr double kFixedCostMinShare = 0.25;   // fixed part of a micro-batch's compute
 inline constexpr double kStragglerMinSpread = 0.10;  // a phase slower on one rank by more
 inline constexpr double kStragglerMinShare = 0.01;   // ... and by more than this of the wall

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 namespace ddp {
 
@@ -34,8 +35,15 @@ std::string profiler_table(const std::vector<RankPhases>& ranks, double wall_sec
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.mean_total > b.mean_total; });
 
   const bool several = ranks.size() > 1;
-  std::string out = fmt::format("Profiler report ({} rank{}, wall {:.3f} s; totals are means over ranks)\n",
-                                ranks.size(), several ? "s" : "", wall_seconds);
+  std::set<std::string> hosts;
+  for (const RankPhases& rank : ranks) hosts.insert(rank.host);
+  const bool several_hosts = hosts.size() > 1;
+  auto rank_name = [&](int r) {
+    return several_hosts ? fmt::format("rank {} on {}", r, ranks[r].host) : fmt::format("rank {}", r);
+  };
+  std::string out = fmt::format("Profiler report ({} rank{}{}, wall {:.3f} s; totals are means over ranks)\n",
+                                ranks.size(), several ? "s" : "",
+                                several_hosts ? fmt::format(" on {} hosts", hosts.size()) : "", wall_seconds);
   std::string header = fmt::format("{:<12}| {:>10} | {:>8} | {:>10} | {:>6}", "Action", "Mean (ms)", "Calls",
                                    "Total (s)", "%");
   if (several) header += fmt::format(" | {:>9} | {:>9} | {}", "min (s)", "max (s)", "straggler");
@@ -48,9 +56,9 @@ std::string profiler_table(const std::vector<RankPhases>& ranks, double wall_sec
       const bool straggler = row.max_total > 0 && (row.max_total - row.min_total) > kStragglerThreshold * row.max_total;
       line += fmt::format(" | {:>9.3f} | {:>9.3f} | {}", row.min_total, row.max_total,
                           !straggler          ? std::string()
-                          : row.min_total > 0 ? fmt::format("rank {} (+{:.0f} % over the fastest)", row.slowest,
+                          : row.min_total > 0 ? fmt::format("{} (+{:.0f} % over the fastest)", rank_name(row.slowest),
                                                             100.0 * (row.max_total / row.min_total - 1.0))
-                                              : fmt::format("rank {} (only it spends time here)", row.slowest));
+                                              : fmt::format("{} (only it spends time here)", rank_name(row.slowest)));
     }
     out += line + "\n";
   }

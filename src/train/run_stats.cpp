@@ -71,6 +71,7 @@ nlohmann::ordered_json summary_json(const RunStats& stats,
     for (std::size_t p = 0; p < kPhaseCount; ++p) mean[p] += rank[p] / stats.phases_per_rank.size();
   }
   j["phases"] = phases_json(mean);
+  j["hosts"] = stats.hosts;
   j["phases_per_rank"] = nlohmann::ordered_json::array();
   for (const PhaseSeconds& rank : stats.phases_per_rank) j["phases_per_rank"].push_back(phases_json(rank));
   auto allreduce_json = [](const AllreduceStats& a) {

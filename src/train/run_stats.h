@@ -20,6 +20,7 @@ struct RunStats {
   std::string accelerator = "cpu";
   std::string strategy = "single";
   int world_size = 1;
+  std::vector<std::string> hosts;  // every rank's host name, indexed by rank
   int64_t epochs = 0;  // completed
   // Since the start, at the end of the first and of the last completed epoch: what the
   // doctor needs to extrapolate from steady epochs (a list would grow with the run).

@@ -571,6 +571,11 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
       stats_.phase_calls_per_rank[r][p] = static_cast<int64_t>(calls[r]);
     }
   }
+  stats_.hosts.clear();
+  const std::string host = comm_->host_name();
+  for (const auto& name : gather_at_rank_zero(*comm_, std::as_bytes(std::span(host)))) {
+    stats_.hosts.emplace_back(reinterpret_cast<const char*>(name.data()), name.size());
+  }
   const std::vector<uint64_t> samples = comm_->allgather(static_cast<uint64_t>(stats_.train_samples));
   stats_.train_samples = 0;
   for (uint64_t s : samples) stats_.train_samples += static_cast<int64_t>(s);
@@ -597,7 +602,7 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
   write_file_atomically(log_dir_ / "summary.json", summary_json(stats_, hparams_).dump(2) + "\n");
   if (options_.profiler != "none") {
     std::vector<RankPhases> ranks(world);
-    for (int r = 0; r < world; ++r) ranks[r] = {stats_.phases_per_rank[r], stats_.phase_calls_per_rank[r]};
+    for (int r = 0; r < world; ++r) ranks[r] = {stats_.phases_per_rank[r], stats_.phase_calls_per_rank[r], stats_.hosts[r]};
     std::fputs(profiler_table(ranks, stats_.wall_seconds).c_str(), stdout);
     const double rate = stats_.training_flops_per_sample * stats_.train_samples / stats_.wall_seconds;
     std::printf("Throughput: %.0f samples/s, %.1f optimizer steps/s, %.1f GFLOP/s of model FLOPs (%.0f %% of %d x %.0f GFLOP/s measured GEMM peak)\n",

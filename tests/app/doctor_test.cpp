@@ -135,5 +135,31 @@ TEST(Doctor, BadDeviceListsAndExistingFoldersAreRefused) {
   EXPECT_EQ(run_command(kBinary + " compare --devices 1 --version mine --overwrite" + kTiny, dir).exit_code, 0);
 }
 
+// --mpirun-args replace the single-host transport: with its own --mca btl given twice,
+// mpirun would refuse to start (it does for any repeated --mca).
+TEST(Doctor, MpirunArgsReachEveryMpirunItStarts) {
+  const auto dir = fresh_dir("doctor_mpirun_args");
+  const std::string tcp = " --mpirun-args '--oversubscribe --bind-to none --mca pml ob1 --mca btl self,tcp'";
+  const auto r = run_command(kBinary + " compare --devices 1,2" + kTiny + tcp, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto doc = read_json(dir / "ddpscope_logs/version_0/compare.json");
+  EXPECT_TRUE(doc["runs"][1]["ok"].get<bool>()) << doc["runs"][1].dump();
+  EXPECT_NE(r.out.find("Every mpirun started here took: --oversubscribe"), std::string::npos) << r.out;
+
+  const auto bogus = run_command(kBinary + " compare --devices 1,2 --version bogus --mpirun-args --no-such-option" + kTiny, dir);
+  ASSERT_EQ(bogus.exit_code, 0) << bogus.err;
+  const auto failed = read_json(dir / "ddpscope_logs/bogus/compare.json")["runs"][1];
+  EXPECT_FALSE(failed["ok"].get<bool>());
+  EXPECT_NE(failed["error"].get<std::string>().find("no-such-option"), std::string::npos) << failed.dump();
+}
+
+TEST(Doctor, BlankMpirunArgsAreRefused) {
+  const auto r = run_command(kBinary + " doctor --mpirun-args ' '" + kTiny, fresh_dir("doctor_blank_mpirun_args"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--mpirun-args: ' ' is not accepted; expected mpirun options separated by spaces"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace ddp

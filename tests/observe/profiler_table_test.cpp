@@ -34,5 +34,16 @@ TEST(ProfilerTable, NamesTheSlowestRankOnlyBeyondTenPercent) {
   EXPECT_EQ(backward.substr(0, backward.find('\n')).find("rank"), std::string::npos) << table;  // 5 %: not named
 }
 
+TEST(ProfilerTable, NamesTheStragglersHostWhenRanksRunOnSeveralHosts) {
+  RankPhases fast = phases(1.0, 2.0, 10), slow = phases(1.5, 2.0, 10);
+  fast.host = "node1";
+  slow.host = "node2";
+  const std::string table = profiler_table({fast, slow}, 4.0);
+  EXPECT_NE(table.find("Profiler report (2 ranks on 2 hosts, wall 4.000 s"), std::string::npos) << table;
+  EXPECT_NE(table.find("rank 1 on node2 (+50 % over the fastest)"), std::string::npos) << table;
+  slow.host = "node1";  // one host: its name adds nothing
+  EXPECT_NE(profiler_table({fast, slow}, 4.0).find("| rank 1 (+50 %"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ddp

@@ -1,6 +1,7 @@
 #pragma once
 // Runs a shell command for the command-line tests and captures its exit code and output.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -35,6 +36,13 @@ inline CommandResult run_command(const std::string& command, const std::filesyst
   result.out = read_text(out);
   result.err = read_text(err);
   return result;
+}
+
+// This machine's host name, as ddpscope's messages name a rank's host.
+inline std::string this_host() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
 }
 
 // A fresh folder for one test under the system's temporary folder.

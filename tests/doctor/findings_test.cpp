@@ -1,0 +1,60 @@
+// The finding that separates ranks slowing each other's compute (sharing a host) from the
+// network, on runs whose phases are given.
+#include "doctor/findings.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace ddp {
+namespace {
+
+RunRecord run_with(int devices, double wall, double forward, double backward, const nlohmann::json& hosts) {
+  RunRecord run;
+  run.label = "devices=" + std::to_string(devices);
+  run.devices = devices;
+  run.ok = true;
+  run.wall_seconds = wall;
+  const nlohmann::json phases = {{"startup", 0.0},   {"data", 0.0},       {"forward", forward},
+                                 {"backward", backward}, {"optimizer", 0.0}, {"comm_wait", 0.0},
+                                 {"validation", 0.0},    {"logging", 0.0},    {"monitor", 0.0}};
+  run.summary = {{"wall_seconds", wall}, {"hosts", hosts}, {"phases", phases}};
+  run.summary["phases_per_rank"] = nlohmann::json::array();
+  for (int r = 0; r < devices; ++r) run.summary["phases_per_rank"].push_back(phases);
+  return run;
+}
+
+const Finding* sharing_finding(const std::vector<Finding>& findings) {
+  for (const Finding& f : findings) {
+    if (f.title.rfind("Ranks slow each other's compute", 0) == 0) return &f;
+  }
+  return nullptr;
+}
+
+TEST(Findings, RanksComputingMoreThanTheirShareOfOneDeviceAreNamedApartFromTheNetwork) {
+  const RunRecord one = run_with(1, 1.0, 0.3, 0.5, {"node1"});
+  // Each of 2 ranks should compute 0.4 s; they take 0.5 s: 0.1 s of a 0.6 s run.
+  const RunRecord two = run_with(2, 0.6, 0.2, 0.3, {"node1", "node2"});
+  FindingInputs in;
+  in.device_runs = {&one, &two};
+  const std::vector<Finding> findings = find_problems(in);
+  const Finding* f = sharing_finding(findings);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "Ranks slow each other's compute by 0.10 s at 2 devices: 17 % of the run");
+  EXPECT_NE(f->detail.find("took 0.500 s per rank on 2 hosts (node1, node2), against 0.400 s for a 1/2 share"),
+            std::string::npos)
+      << f->detail;
+  EXPECT_NE(f->detail.find("This is not the network"), std::string::npos) << f->detail;
+}
+
+TEST(Findings, RanksComputingTheirShareGetNoSharingFinding) {
+  const RunRecord one = run_with(1, 1.0, 0.3, 0.5, {"node1"});
+  const RunRecord two = run_with(2, 0.6, 0.15, 0.25, {"node1"});
+  FindingInputs in;
+  in.device_runs = {&one, &two};
+  const std::vector<Finding> findings = find_problems(in);
+  EXPECT_EQ(sharing_finding(findings), nullptr);
+}
+
+}  // namespace
+}  // namespace ddp

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "base/stop_signal.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
 #include "doctor_command.h"
@@ -35,6 +36,10 @@ int run_train(const CLI::App& command, const RunOptions& run, bool overwrite, in
     return relaunch_under_mpirun(argc, argv, {config.trainer.devices, config.trainer.threads_per_device, run.verbose});
   }
 
+  // Taken from here until the process exits: a signal during the last step, the summary or
+  // MPI's finalisation is recorded like any other, never the default action that would kill a
+  // rank while the others still wait for it.
+  static StopSignals signals;
   RegressionDataModule data(config);
   RegressionModel model(config);
   // The seed's timer starts before the Trainer; a rank that ddpscope launched under mpirun

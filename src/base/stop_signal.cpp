@@ -14,7 +14,7 @@
 namespace ddp {
 namespace {
 
-std::atomic<bool> armed{false};  // a StopSignals lives
+std::atomic<int> armed{0};  // StopSignals alive (they nest)
 std::atomic<SecondSignal> second_signal{SecondSignal::kExitNow};
 std::atomic<int> first_received{0};
 std::atomic<int> last_received{0};
@@ -62,7 +62,7 @@ void act_as_before(int signal) {
 // Async-signal-safe: it also runs as the handler, in the few threads that have the signals
 // unblocked because they started before main (OpenBLAS starts its threads as it loads).
 void on_stop_signal(int signal) {
-  if (!armed.load()) return act_as_before(signal);
+  if (armed.load() == 0) return act_as_before(signal);
   last_received = signal;
   int none = 0;
   first_received.compare_exchange_strong(none, signal);
@@ -114,14 +114,18 @@ void restore_signals_for_child() {
 
 StopSignals::StopSignals(SecondSignal second) {
   take_stop_signals();
+  if (armed.load() > 0) {  // nested: the outermost one's signals and mode hold
+    ++armed;
+    return;
+  }
   first_received = 0;
   last_received = 0;
   received_count = 0;
   second_signal = second;
-  armed = true;
+  ++armed;
 }
 
-StopSignals::~StopSignals() { armed = false; }
+StopSignals::~StopSignals() { --armed; }
 
 int StopSignals::pending() { return first_received.load(std::memory_order_relaxed); }
 int StopSignals::count() { return received_count.load(std::memory_order_relaxed); }

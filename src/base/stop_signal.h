@@ -31,7 +31,7 @@ enum class SecondSignal {
 };
 
 // While one lives, SIGINT/SIGTERM are recorded instead of ending the process. Without one a
-// signal ends the process as by default.
+// signal ends the process as by default. They nest: the outermost one's record and mode hold.
 class StopSignals {
  public:
   explicit StopSignals(SecondSignal second = SecondSignal::kExitNow);

@@ -27,10 +27,11 @@ std::optional<std::string> rank_failure_in(const std::string& line) {
 
 void MpirunOutput::feed(const char* data, std::size_t size) {
   pending_.append(data, size);
-  std::size_t newline;
-  while ((newline = pending_.find('\n')) != std::string::npos) {
-    line(pending_.substr(0, newline + 1));
-    pending_.erase(0, newline + 1);
+  // A progress bar redraws its line after '\r' and ends it only when done: pass each redraw.
+  std::size_t end;
+  while ((end = pending_.find_first_of("\n\r", 1)) != std::string::npos) {
+    line(pending_.substr(0, end + 1));
+    pending_.erase(0, end + 1);
   }
 }
 

@@ -154,20 +154,24 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
                  "whole\n", signal_name(last_signal).c_str());
     return 128 + last_signal;
   }
-  if (forwarded == 1 && !output.rank_failure()) {
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 128 + first_signal) return 128 + first_signal;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;  // it had finished already
-  }
   if (output.rank_failure()) {
+    // A rank that was still starting (its signals not yet taken) dies of the signal itself.
+    if (forwarded == 1 &&
+        output.rank_failure()->find("killed by signal " + std::to_string(first_signal) + " ") != std::string::npos) {
+      std::fprintf(stderr, "ddpscope: error: stopped by %s while the ranks were starting; no checkpoint was written\n",
+                   signal_name(first_signal).c_str());
+      return 128 + first_signal;
+    }
     std::fprintf(stderr, "ddpscope: error: %s%s\n", output.rank_failure()->c_str(), hidden.c_str());
     return static_cast<int>(ExitCode::kDistributed);
   }
+  // Stopped at an optimizer step (rank zero said so), or it had finished before the signal.
+  if (forwarded == 1) return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 128 + first_signal;
   if (WIFSIGNALED(status)) {
     std::fprintf(stderr, "ddpscope: error: mpirun (pid %d) was killed by %s; its ranks were stopped%s\n", mpirun,
                  signal_description(WTERMSIG(status)).c_str(), hidden.c_str());
     return static_cast<int>(ExitCode::kDistributed);
   }
-  if (forwarded == 1) return 128 + first_signal;
   return WEXITSTATUS(status);
 }
 

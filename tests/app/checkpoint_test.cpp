@@ -14,6 +14,7 @@
 
 #include "io/safetensors.h"
 #include "support/run_command.h"
+#include "support/tensor_bytes.h"
 
 namespace ddp {
 namespace {
@@ -25,12 +26,6 @@ using testing::run_command;
 const std::string kBinary = DDPSCOPE_BINARY;
 const std::string kRun = " train --data teacher --dataset-size 600 --batch-size 32 --hidden-size 32"
                          " --accumulate-grad-batches 3 --progress-bar off";
-
-std::map<std::string, std::vector<std::byte>> tensors(const std::filesystem::path& file) {
-  std::map<std::string, std::vector<std::byte>> out;
-  for (const Tensor& t : read_safetensors(file).tensors) out[t.name] = t.bytes;
-  return out;
-}
 
 std::filesystem::path run_folder(const std::filesystem::path& dir, const std::string& version) {
   return dir / "ddpscope_logs" / version;
@@ -50,9 +45,9 @@ TEST(Checkpoint, ResumeFromAnEpochCheckpointIsBitIdenticalAtOneAndTwoRanks) {
     const auto resumed = run_command(
         run + " --max-epochs 6 --version resumed --ckpt-path " + (checkpoints / "last.safetensors").string(), dir);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-    const auto full = tensors(run_folder(dir, "full") / "final.safetensors");
+    const auto full = testing::tensor_bytes(run_folder(dir, "full") / "final.safetensors");
     EXPECT_EQ(full.size(), 8u);  // 4 layers: weight and bias each
-    EXPECT_EQ(full, tensors(run_folder(dir, "resumed") / "final.safetensors")) << devices << " devices";
+    EXPECT_EQ(full, testing::tensor_bytes(run_folder(dir, "resumed") / "final.safetensors")) << devices << " devices";
   }
 }
 
@@ -75,8 +70,8 @@ TEST(Checkpoint, AKilledRunResumedFromItsLastEpochCheckpointEndsBitIdentical) {
   const auto resumed = run_command(
       run + " --version resumed --ckpt-path " + (checkpoints / "epoch=2-step=21.safetensors").string(), dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(tensors(run_folder(dir, "full") / "final.safetensors"),
-            tensors(run_folder(dir, "resumed") / "final.safetensors"));
+  EXPECT_EQ(testing::tensor_bytes(run_folder(dir, "full") / "final.safetensors"),
+            testing::tensor_bytes(run_folder(dir, "resumed") / "final.safetensors"));
 }
 
 TEST(Checkpoint, ResumeAfterAWorldSizeChangeRunsToTheEnd) {
@@ -125,8 +120,8 @@ TEST(Checkpoint, SigintFinishesTheStepWritesACheckpointAndResumesExactly) {
   ASSERT_EQ(run_command(run + until + " --version full", dir).exit_code, 0);
   const auto resumed = run_command(run + until + " --version resumed --ckpt-path " + last.string(), dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(tensors(run_folder(dir, "full") / "final.safetensors"),
-            tensors(run_folder(dir, "resumed") / "final.safetensors"));
+  EXPECT_EQ(testing::tensor_bytes(run_folder(dir, "full") / "final.safetensors"),
+            testing::tensor_bytes(run_folder(dir, "resumed") / "final.safetensors"));
 }
 
 TEST(Checkpoint, SigtermWritesACheckpointAndExitsWith143) {
@@ -148,7 +143,7 @@ TEST(Checkpoint, InitFromLoadsParametersAndNamesEveryMismatch) {
   // A learning rate of 1e-30 leaves the loaded parameters as they are.
   const auto b = run_command(kBinary + kRun + " --max-epochs 1 --lr 1e-30 --version b --init-from " + final_a.string(), dir);
   ASSERT_EQ(b.exit_code, 0) << b.err;
-  EXPECT_EQ(tensors(final_a), tensors(run_folder(dir, "b") / "final.safetensors"));
+  EXPECT_EQ(testing::tensor_bytes(final_a), testing::tensor_bytes(run_folder(dir, "b") / "final.safetensors"));
   const auto wrong = run_command(kBinary + kRun + " --hidden-size 16 --max-epochs 1 --init-from " + final_a.string(), dir);
   EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
   EXPECT_NE(wrong.err.find("layers.0.weight"), std::string::npos) << wrong.err;

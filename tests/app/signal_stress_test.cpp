@@ -8,11 +8,13 @@
 #include <chrono>
 #include <map>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include "io/safetensors.h"
 #include "support/background_run.h"
 #include "support/run_command.h"
+#include "support/tensor_bytes.h"
 
 namespace ddp {
 namespace {
@@ -26,12 +28,6 @@ const std::string kBinary = DDPSCOPE_BINARY;
 const std::string kRun = " train --data teacher --dataset-size 240 --batch-size 16 --hidden-size 16"
                          " --accumulate-grad-batches 3 --max-epochs 100 --checkpoint-every-n-epochs 1"
                          " --progress-bar off --monitor-interval-ms 0";
-
-std::map<std::string, std::vector<std::byte>> tensors(const std::filesystem::path& file) {
-  std::map<std::string, std::vector<std::byte>> out;
-  for (const Tensor& t : read_safetensors(file).tensors) out[t.name] = t.bytes;
-  return out;
-}
 
 struct Trial {
   int exit_code = -1;
@@ -77,7 +73,7 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
   const std::string options = kRun + " --devices " + std::to_string(devices) + " --version t";
   const auto reference = run_command(kBinary + options, root / "reference");
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
-  const auto expected = tensors(root / "reference/ddpscope_logs/t/final.safetensors");
+  const auto expected = testing::tensor_bytes(root / "reference/ddpscope_logs/t/final.safetensors");
 
   int stopped = 0;
   std::mt19937 random(seed);
@@ -91,7 +87,7 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
     // The launcher and its ranks are gone when it returns.
     for (const pid_t pid : trial.started) EXPECT_FALSE(testing::is_alive(pid)) << "process " << pid << " outlived the run";
     if (trial.exit_code == 0) {  // it finished before the signal
-      EXPECT_EQ(tensors(folder / "final.safetensors"), expected);
+      EXPECT_EQ(testing::tensor_bytes(folder / "final.safetensors"), expected);
       continue;
     }
     ++stopped;
@@ -99,6 +95,10 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
     if (trial.exit_code == 128 + first) {
       EXPECT_NE(trial.err.find("stopped by " + std::string(first == SIGINT ? "SIGINT" : "SIGTERM")),
                 std::string::npos);
+      // last.safetensors holds the stop point, not an older periodic save.
+      std::smatch step;
+      ASSERT_TRUE(std::regex_search(trial.err, step, std::regex(R"(optimizer step (\d+);)")));
+      EXPECT_EQ(read_safetensors(folder / "checkpoints/last.safetensors").metadata.at("global_step"), step[1].str());
     } else {
       ASSERT_EQ(trial.exit_code, 128 + last) << "neither a graceful stop nor a stop at once";
       EXPECT_NE(trial.err.find("stopped at once by a second"), std::string::npos);
@@ -106,7 +106,7 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
     EXPECT_EQ(trial.err.find("AddressSanitizer"), std::string::npos);
     EXPECT_EQ(trial.err.find("internal error"), std::string::npos);
     if (std::filesystem::exists(folder / "final.safetensors")) {  // the signals came as it ended
-      EXPECT_EQ(tensors(folder / "final.safetensors"), expected);
+      EXPECT_EQ(testing::tensor_bytes(folder / "final.safetensors"), expected);
       continue;
     }
     const auto checkpoint = newest_checkpoint(folder);
@@ -116,11 +116,11 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
                                      dir);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     if (resumed.out.find("Nothing left to train") != std::string::npos) {  // stopped after the last epoch's save
-      const auto saved = tensors(checkpoint);
+      const auto saved = testing::tensor_bytes(checkpoint);
       for (const auto& [name, bytes] : expected) EXPECT_EQ(saved.at(name), bytes) << name << " in " << checkpoint;
       continue;
     }
-    EXPECT_EQ(tensors(dir / "ddpscope_logs/r/final.safetensors"), expected) << "resumed from " << checkpoint;
+    EXPECT_EQ(testing::tensor_bytes(dir / "ddpscope_logs/r/final.safetensors"), expected) << "resumed from " << checkpoint;
   }
   EXPECT_GT(stopped, 0) << "every run ended before its signal: nothing was tested";
 }

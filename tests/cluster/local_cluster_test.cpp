@@ -150,7 +150,7 @@ AllreduceFit probe_across_hosts(const std::string& rate1, const std::string& rat
 }
 
 // One direction shaped, the other free: the ring's two directions overlap, so beta is the
-// shaped link's rate (measured 112-117 MB/s at 1 Gbit/s, 54-60 MB/s at 500 Mbit/s: TCP's
+// shaped link's rate (measured 112-117 MB/s at 1 Gbit/s, 54-61 MB/s at 500 Mbit/s: TCP's
 // payload is 95 % of the frames tbf counts; docs/interconnects.md).
 TEST_F(LocalCluster, ProbeThroughOneShapedDirectionMeasuresItsRate) {
   for (const auto& [rate, bits] : {std::pair{"1gbit", 1e9}, std::pair{"500mbit", 5e8}}) {

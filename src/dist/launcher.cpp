@@ -105,6 +105,7 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
   int forwarded = 0;
   int first_signal = 0, last_signal = 0;
   bool stopped_after_failure = false;
+  bool ranks_seen = false;
   std::optional<int> mpirun_status;
   for (;;) {
     pollfd fd = {pipe_fds[0], POLLIN, 0};
@@ -117,14 +118,16 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
       if (forwarded++ == 0) first_signal = signal;
       last_signal = signal;
       const std::vector<pid_t> ranks = ranks_below(self);
+      ranks_seen = ranks_seen || !ranks.empty();
       if (forwarded >= 2) {
         signal_all(ranks, SIGKILL);
-      } else if (ranks.empty()) {
+      } else if (!ranks_seen) {
         kill(mpirun, SIGTERM);  // before the ranks started: end the start-up
       } else {
-        signal_all(ranks, signal);
+        signal_all(ranks, signal);  // none left: the job is ending by itself
       }
     }
+    if (!ranks_seen) ranks_seen = !ranks_below(self).empty();
     if (output.rank_failure() && !stopped_after_failure) {
       signal_all(ranks_below(self), SIGKILL);  // they would wait for the failed rank
       stopped_after_failure = true;

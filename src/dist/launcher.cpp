@@ -111,23 +111,20 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
     pollfd fd = {pipe_fds[0], POLLIN, 0};
     poll(&fd, 1, 50);
     drain();
+    if (!ranks_seen) ranks_seen = !ranks_below(self).empty();
     // The first signal goes to the ranks, which stop at the next optimizer step with a
-    // checkpoint; a second stops them at once (sent on, it could merge with the first).
+    // checkpoint; a second kills them (handed on, it could merge with the first while that
+    // is still pending at a rank).
     while (forwarded < StopSignals::count()) {
       const int signal = forwarded == 0 ? StopSignals::pending() : StopSignals::last();
       if (forwarded++ == 0) first_signal = signal;
       last_signal = signal;
-      const std::vector<pid_t> ranks = ranks_below(self);
-      ranks_seen = ranks_seen || !ranks.empty();
-      if (forwarded >= 2) {
-        signal_all(ranks, SIGKILL);
-      } else if (!ranks_seen) {
+      if (!ranks_seen) {
         kill(mpirun, SIGTERM);  // before the ranks started: end the start-up
       } else {
-        signal_all(ranks, signal);  // none left: the job is ending by itself
+        signal_all(ranks_below(self), forwarded >= 2 ? SIGKILL : signal);  // none left: the job is ending
       }
     }
-    if (!ranks_seen) ranks_seen = !ranks_below(self).empty();
     if (output.rank_failure() && !stopped_after_failure) {
       signal_all(ranks_below(self), SIGKILL);  // they would wait for the failed rank
       stopped_after_failure = true;

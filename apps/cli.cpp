@@ -36,11 +36,10 @@ int run_train(const CLI::App& command, const RunOptions& run, bool overwrite, in
     return relaunch_under_mpirun(argc, argv, {config.trainer.devices, config.trainer.threads_per_device, run.verbose});
   }
 
-  // Taken from here until the process has exited (never destroyed, so also during the static
-  // destructors): a signal during the last step, the summary or MPI's finalisation is taken
-  // like any other, never the default action that would kill a rank the others wait for.
-  static const StopSignals* const signals = new StopSignals;
-  (void)signals;
+  // Taken from here until the process has exited: a signal during the last step, the
+  // summary or MPI's finalisation is taken like any other, never the default action that
+  // would kill a rank the others wait for.
+  StopSignals::hold_until_exit();
   RegressionDataModule data(config);
   RegressionModel model(config);
   // The seed's timer starts before the Trainer; a rank that ddpscope launched under mpirun

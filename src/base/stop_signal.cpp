@@ -112,7 +112,11 @@ void restore_signals_for_child() {
   pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);
 }
 
-StopSignals::StopSignals(SecondSignal second) {
+StopSignals::StopSignals(SecondSignal second) { arm(second); }
+
+void StopSignals::hold_until_exit() { arm(SecondSignal::kExitNow); }
+
+void StopSignals::arm(SecondSignal second) {
   take_stop_signals();
   if (armed.load() > 0) {  // nested: the outermost one's signals and mode hold
     ++armed;

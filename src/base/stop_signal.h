@@ -38,11 +38,17 @@ class StopSignals {
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
+  // As a StopSignals that is never destroyed: signals are taken until the process has
+  // exited, static destructors included.
+  static void hold_until_exit();
   // The first signal received (SIGINT or SIGTERM), or 0.
   static int pending();
   // Signals received so far, and the last of them (0 if none).
   static int count();
   static int last();
+
+ private:
+  static void arm(SecondSignal second);
 };
 
 // Thrown when training stopped on a signal; carries exit code 128 + signal.

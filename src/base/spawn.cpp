@@ -73,16 +73,12 @@ pid_t spawn_process(const std::vector<std::string>& args, const SpawnOptions& op
   _exit(127);
 }
 
-int exit_code_of(int wait_status) {
-  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
-}
-
 int wait_for_exit(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw Error(ExitCode::kOther, std::string("waitpid() failed: ") + std::strerror(errno));
   }
-  return exit_code_of(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace ddp

@@ -26,7 +26,4 @@ pid_t spawn_process(const std::vector<std::string>& args, const SpawnOptions& op
 // Waits for pid (retrying on EINTR) and returns its exit code: 128 + signal when killed.
 int wait_for_exit(pid_t pid);
 
-// The exit code of a wait status: the code, or 128 + signal when killed.
-int exit_code_of(int wait_status);
-
 }  // namespace ddp

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   ddp::RegressionModel model(config);
   ddp::Trainer trainer(config.trainer);
   trainer.fit(model, data);
-  const ddp::RunStats& stats = trainer.stats();
+  const ddp::RunSummary& stats = trainer.stats();
   const double wall = stats.wall_seconds;
   const int64_t micro_batches = epochs * (full + (rest ? 1 : 0));
   const double flops = epochs * n * (model.network().training_flops_per_sample() +

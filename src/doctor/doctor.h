@@ -1,7 +1,8 @@
 #pragma once
-// compare and doctor (DESIGN §5): run a configuration at each device count, then (doctor)
-// the ablations; fit the scaling model; predict; find the problems; write compare.json or
-// doctor.json and report.html into the doctor's own run folder.
+// compare and doctor (DESIGN §5), as a pipeline: plan the runs (the configuration at each
+// device count, then, for doctor, the ablations); run them; probe the allreduce and fit the
+// scaling model; predict and find the problems, into a DoctorResult (doctor_result.h); then
+// write compare.json or doctor.json and report.html into the doctor's own run folder and print.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "doctor/doctor_result.h"
 #include "train/config.h"
 
 namespace ddp {
@@ -24,8 +26,11 @@ struct DoctorRequest {
   double ablation_seconds = 0.6;
 };
 
-// Returns the doctor.json (compare.json without ablations) object it also wrote; prints
-// progress and the results to out.
+// Plans, runs and fits; prints the runs' progress to out.
+DoctorResult diagnose(const DoctorRequest& request, std::FILE* out);
+
+// diagnose, then writes its files and prints its results to out. Returns the doctor.json
+// (compare.json without ablations) object it wrote.
 nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out);
 
 }  // namespace ddp

@@ -13,8 +13,7 @@ std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share
 
 // "one host" or "2 hosts (node1, node2)": where a run's ranks ran, from its summary.json.
 std::string where_ranks_ran(const RunRecord& run) {
-  std::vector<std::string> hosts;
-  for (const auto& h : run.summary.value("hosts", nlohmann::json::array())) hosts.push_back(h.get<std::string>());
+  std::vector<std::string> hosts = run.summary.hosts;
   std::sort(hosts.begin(), hosts.end());
   hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
   if (hosts.size() <= 1) return "one host";
@@ -46,11 +45,11 @@ void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
   }
 }
 
-double spread_phase(const RunRecord& run, const std::string& phase, int* slowest, double* fastest) {
+double spread_phase(const RunRecord& run, Phase phase, int* slowest, double* fastest) {
   double max = 0, min = 1e300;
   int r = 0;
-  for (const auto& rank : run.summary["phases_per_rank"]) {
-    const double s = rank[phase].get<double>();
+  for (const PhaseSeconds& rank : run.summary.phases_per_rank) {
+    const double s = rank[static_cast<std::size_t>(phase)];
     if (s > max) {
       max = s;
       *slowest = r;
@@ -162,23 +161,25 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     out.push_back(std::move(f));
   }
 
-  for (const char* phase : {"data", "forward", "backward", "optimizer", "validation", "logging", "monitor"}) {
+  for (const Phase phase : {Phase::kData, Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kValidation,
+                            Phase::kLogging, Phase::kMonitor}) {
     int slowest = 0;
     double fastest = 0;
     const double max = spread_phase(many, phase, &slowest, &fastest);
     const double gap = max - fastest;
-    if (max <= 0 || gap <= kStragglerMinSpread * max || gap / many.summary["wall_seconds"].get<double>() <= kStragglerMinShare) {
+    if (max <= 0 || gap <= kStragglerMinSpread * max || gap / many.summary.wall_seconds <= kStragglerMinShare) {
       continue;
     }
+    const std::string_view name = kPhaseNames[static_cast<std::size_t>(phase)];
     Finding f;
-    f.title = fmt::format("Rank {} is a straggler in {}: {:.3f} s more than the fastest rank", slowest, phase, gap);
+    f.title = fmt::format("Rank {} is a straggler in {}: {:.3f} s more than the fastest rank", slowest, name, gap);
     f.detail = fmt::format("In {}, {} took {:.3f} s on rank {} and {:.3f} s on the fastest rank; every other rank "
                            "waits for it at the next synchronisation.",
-                           many.label, phase, max, slowest, fastest);
+                           many.label, name, max, slowest, fastest);
     f.cost_seconds = gap;
-    f.share_of_wall = gap / many.summary["wall_seconds"].get<double>();
+    f.share_of_wall = gap / many.summary.wall_seconds;
     f.evidence = {many.label};
-    f.fix = std::string(phase) == "logging"
+    f.fix = phase == Phase::kLogging
                 ? "Rank zero alone writes the logs; log less often (--log-every-n-steps) if this matters."
                 : "Check what else runs on that rank's core (other processes, interrupts); pin ranks to idle cores.";
     out.push_back(std::move(f));

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 
+#include "doctor/report_assets.h"
 #include "doctor/svg_chart.h"
 #include "observe/phase.h"
 
@@ -33,92 +34,6 @@ constexpr std::array<const char*, 6> kInterconnectColors = {"#6a9f58", "#8e6c8a"
 constexpr const char* kMeasuredColor = "#1f4e79";
 constexpr const char* kPredictedColor = "#d9822b";
 constexpr const char* kIdealColor = "#9aa3ad";
-
-constexpr const char* kStyle = R"css(
-:root{--ink:#1d2330;--muted:#5b6472;--line:#dde1e7;--bg:#f5f6f8;--card:#fff;--accent:#1f5f99;--bad:#b42318;--good:#2f7d32}
-*{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--ink);font:15px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue","Liberation Sans",Arial,sans-serif;-webkit-font-smoothing:antialiased}
-main{max-width:1000px;margin:0 auto;padding:28px 24px 64px}
-header{margin:8px 0 20px}
-.kicker{color:var(--muted);font-size:13px;letter-spacing:.04em;text-transform:uppercase;margin:0}
-h1{font-size:30px;line-height:1.2;margin:4px 0 10px;letter-spacing:-.01em}
-h2{font-size:19px;margin:0 0 4px}
-h2 .num{color:var(--muted);font-weight:500;margin-right:8px}
-h3{font-size:15px;margin:16px 0 6px}
-section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:20px 24px;margin:18px 0}
-.lead{color:var(--muted);margin:0 0 12px}
-.verdict{font-size:17px;background:var(--card);border:1px solid var(--line);border-left:4px solid var(--accent);border-radius:0 10px 10px 0;padding:12px 16px;margin:12px 0}
-.verdict p{margin:2px 0}
-blockquote{margin:10px 0;padding:2px 14px;border-left:3px solid var(--line);color:var(--muted);font-style:italic}
-ul.notes{margin:8px 0 14px;padding-left:20px}
-ul.notes li{margin:3px 0}
-figure{margin:6px 0 0;break-inside:avoid;page-break-inside:avoid}
-figcaption{color:var(--muted);font-size:13px;margin-top:4px}
-svg.chart{width:100%;height:auto;display:block}
-svg text{font-family:inherit}
-.tick{font-size:12px;fill:#5b6472;font-variant-numeric:tabular-nums}
-.axis-title{font-size:13px;fill:#1d2330;font-weight:600}
-.grid{stroke:#eceef2;stroke-width:1}
-.axis{stroke:#8a93a0;stroke-width:1}
-.value{font-size:12px;fill:#1d2330;font-weight:600}
-.bar-label{font-size:13px;fill:#1d2330}
-.seg-label{font-size:11px;pointer-events:none}
-.ref{font-size:11px;fill:var(--bad)}
-table{border-collapse:collapse;width:100%;font-size:14px;font-variant-numeric:tabular-nums;margin:6px 0}
-th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:top}
-th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em;border-bottom:2px solid var(--line)}
-.num{text-align:right;white-space:nowrap}
-dl.config{display:grid;grid-template-columns:repeat(auto-fill,minmax(280px,1fr));gap:0 28px;margin:6px 0}
-dl.config div{display:flex;justify-content:space-between;align-items:baseline;gap:14px;border-bottom:1px solid var(--line);padding:4px 2px;break-inside:avoid}
-dl.config dt{color:var(--muted);font:12px ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace;white-space:nowrap}
-dl.config dd{margin:0;font-size:13px;text-align:right;overflow-wrap:anywhere;min-width:0}
-table.kv{width:auto;min-width:50%}
-table.kv td{padding:4px 24px 4px 8px}
-table.kv td.key{color:var(--muted)}
-.worse{color:var(--bad)}
-.better{color:var(--good)}
-.off{color:var(--bad);font-weight:600}
-.muted{color:var(--muted)}
-ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;margin:8px 0 4px;font-size:13px}
-.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:6px;vertical-align:-1px;-webkit-print-color-adjust:exact;print-color-adjust:exact}
-.swatch.line{height:0;width:24px;border-radius:0;border-top-width:3px;border-top-style:solid;vertical-align:4px}
-.swatch.line.dashed{border-top-style:dashed}
-.swatch.line.dotted{border-top-style:dotted}
-.swatch.line.thin{border-top-width:2px}
-pre{background:#f3f5f8;border:1px solid var(--line);border-radius:6px;padding:10px 12px;margin:6px 0 12px;white-space:pre-wrap;word-break:break-all;font:13px/1.45 ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace}
-code{font:12.5px ui-monospace,"SFMono-Regular",Menlo,Consolas,"Liberation Mono",monospace;background:#f0f2f5;border-radius:4px;padding:1px 5px}
-ol#findings{list-style:none;padding:0;margin:8px 0;counter-reset:finding}
-li.finding{counter-increment:finding;border-left:4px solid #e15759;background:#fcf8f8;border-radius:0 8px 8px 0;padding:10px 16px;margin:12px 0;break-inside:avoid;page-break-inside:avoid}
-li.finding h3{margin:2px 0 4px}
-li.finding h3::before{content:counter(finding) ". ";color:var(--muted)}
-li.finding p{margin:4px 0}
-.cost{font-variant-numeric:tabular-nums}
-.fix strong{color:var(--good)}
-a{color:var(--accent)}
-footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
-@media print{
- body{background:#fff;font-size:10.5pt}
- main{max-width:none;padding:0}
- section{border:none;border-radius:0;padding:0;margin:0 0 18pt}
- .verdict{background:#fff}
- li.finding{background:#fff}
- figure,table,pre,li.finding,.verdict{break-inside:avoid;page-break-inside:avoid}
- h2,h3{break-after:avoid;page-break-after:avoid}
- a{color:inherit;text-decoration:none}
-}
-@page{margin:14mm}
-)css";
-
-// Proves in a browser that the page was parsed and its charts built; the charts never depend on it.
-constexpr const char* kScript = R"js(
-(function () {
-  var b = document.body, q = function (s) { return document.querySelectorAll(s).length; };
-  b.dataset.svgCount = q('svg.chart');
-  b.dataset.seriesCount = q('#utilization-chart .series');
-  b.dataset.findingCount = q('#findings li.finding');
-  b.dataset.ready = '1';
-})();
-)js";
 
 const Json& null_json() {
   static const Json kNull;
@@ -811,8 +726,8 @@ std::string render_report_html(const nlohmann::ordered_json& doc) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
       "script-src 'unsafe-inline'; img-src data:\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  out += fmt::format("<title>ddpscope {} report: {}</title><style>{}</style></head><body><main>", kind, esc(question),
-                     kStyle);
+  out += fmt::format("<title>ddpscope {} report: {}</title><style>\n{}</style></head><body><main>", kind,
+                     esc(question), report_css());
   out += fmt::format("<header><p class=\"kicker\">ddpscope {} report · {} · version {}</p><h1>{}</h1>", kind,
                      esc(value_text(member(doc, "schema"))), esc(value_text(member(doc, "version"))), esc(question));
   if (text_of(member(doc, "config"), "preset") == "seed") {
@@ -833,7 +748,7 @@ std::string render_report_html(const nlohmann::ordered_json& doc) {
   out += reproduce_section(doc, runs, ++number);
   out += fmt::format("<footer>Generated by ddpscope {}. Self-contained: no network needed to view or print.</footer>",
                      esc(value_text(member(doc, "version"))));
-  out += fmt::format("</main><script>{}</script></body></html>\n", kScript);
+  out += fmt::format("</main><script>\n{}</script></body></html>\n", report_js());
   return out;
 }
 

@@ -5,21 +5,22 @@
 #include <algorithm>
 #include <fstream>
 
+#include "base/error.h"
 #include "doctor/child_process.h"
 #include "doctor/command_line.h"
 
 namespace ddp {
 
 double RunRecord::phase(const std::string& name) const {
-  if (!ok || !summary.contains("phases") || !summary["phases"].contains(name)) return 0;
-  const double seconds = summary["phases"][name].get<double>();
+  if (!ok) return 0;
+  const double seconds = summary.mean_phase(name);
   if (name == "startup" || epochs_run == 0) return seconds;
   return seconds * static_cast<double>(epochs_full) / static_cast<double>(epochs_run);
 }
 
 int64_t RunRecord::optimizer_steps() const {
   if (!ok || epochs_run == 0) return 0;
-  return summary["optimizer_steps"].get<int64_t>() * epochs_full / epochs_run;
+  return summary.optimizer_steps * epochs_full / epochs_run;
 }
 
 RunRecord run_training(const std::string& executable, const Config& config, int devices, int64_t epochs,
@@ -59,21 +60,27 @@ RunRecord run_training(const std::string& executable, const Config& config, int 
     return run;
   }
   std::ifstream in(dir / "summary.json");
-  run.summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (run.summary.is_discarded()) {
+  const nlohmann::ordered_json summary = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (summary.is_discarded()) {
     run.error = "its summary.json could not be read";
+    return run;
+  }
+  try {
+    run.summary = summary.get<RunSummary>();
+  } catch (const DataError& e) {
+    run.error = fmt::format("its summary.json could not be read: {}", e.what());
     return run;
   }
   run.ok = true;
   // Extrapolated from the steady per-epoch time: the first epoch (with the GEMM libraries'
   // first calls for each shape) and the time after the last one are counted once.
-  const double measured = run.summary["wall_seconds"].get<double>();
-  const int64_t completed = run.summary["epochs"].get<int64_t>();
+  const double measured = run.summary.wall_seconds;
+  const int64_t completed = run.summary.epochs;
   run.extrapolated = epochs != run.epochs_full && completed >= 2;
   run.wall_seconds = measured;
   if (run.extrapolated) {
-    const double first = run.summary["first_epoch_end_seconds"].get<double>();
-    const double last = run.summary["last_epoch_end_seconds"].get<double>();
+    const double first = run.summary.first_epoch_end_seconds;
+    const double last = run.summary.last_epoch_end_seconds;
     const double steady = (last - first) / static_cast<double>(completed - 1);
     run.wall_seconds = first + steady * static_cast<double>(run.epochs_full - 1) + (measured - last);
   }

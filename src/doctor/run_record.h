@@ -5,9 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "train/config.h"
+#include "train/run_summary.h"
 
 namespace ddp {
 
@@ -20,7 +19,7 @@ struct RunRecord {
   int64_t epochs_full = 0;    // the configuration's epochs; walls are extrapolated to these
   bool ok = false;
   std::string error;          // when !ok: the run's own message
-  nlohmann::json summary;     // its summary.json
+  RunSummary summary;         // its summary.json, when ok
   double wall_seconds = 0;    // measured, or extrapolated to epochs_full
   bool extrapolated = false;
 

@@ -7,6 +7,8 @@
 #include "base/error.h"
 #include "dist/bucket_plan.h"
 #include "nn/mlp.h"
+#include "train/config.h"
+#include "train/run_summary.h"
 
 namespace ddp {
 namespace {
@@ -108,6 +110,28 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
   return n;
 }
 
+WorkloadConfig workload_for(const Config& config, int devices) {
+  const TrainerOptions& t = config.trainer;
+  WorkloadConfig w;
+  w.devices = devices;
+  w.dataset_size = config.data.dataset_size;
+  w.batch_size = config.data.batch_size;
+  w.input_dim = config.model.input_dim;
+  w.hidden_size = config.model.hidden_size;
+  w.hidden_layers = config.model.hidden_layers;
+  w.output_dim = config.model.output_dim;
+  w.epochs = t.max_epochs;
+  w.accumulate_grad_batches = t.accumulate_grad_batches;
+  w.log_every_n_steps = t.log_every_n_steps;
+  w.check_val_every_n_epoch = t.check_val_every_n_epoch;
+  w.limit_train_batches = t.limit_train_batches;
+  w.limit_train_batches_is_count = t.limit_train_batches_is_count;
+  w.bucket_cap_mb = t.bucket_cap_mb;
+  w.sync_every_micro_batch = t.sync_every_micro_batch;
+  w.monitor_per_step = t.monitor_mode == "per-step";
+  return w;
+}
+
 WorkloadConfig workload_from_config(const nlohmann::json& config, int default_devices) {
   if (!config.is_object()) throw DataError("\"config\" is not a JSON object");
   WorkloadConfig w;
@@ -162,6 +186,12 @@ WorkloadConfig workload_from_summary(const nlohmann::json& summary) {
   WorkloadConfig w = workload_from_config(*config, static_cast<int>(integer_field(*world, "world_size")));
   w.devices = static_cast<int>(integer_field(*world, "world_size"));  // what ran, whatever was asked
   w.epochs = integer_field(*epochs, "epochs");
+  return w;
+}
+
+WorkloadConfig workload_from_run_summary(const RunSummary& summary) {
+  WorkloadConfig w = workload_for(summary.typed_config(), summary.world_size);
+  w.epochs = summary.epochs;
   return w;
 }
 

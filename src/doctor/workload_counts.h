@@ -12,6 +12,9 @@
 
 namespace ddp {
 
+struct Config;      // train/config.h
+struct RunSummary;  // train/run_summary.h
+
 // The parts of a run's configuration that decide its work (names as in summary.json's
 // "config"), plus the interconnect a prediction assumes.
 struct WorkloadConfig {
@@ -69,9 +72,21 @@ int64_t validation_samples_for_rank(int64_t dataset_size, int devices, int rank)
 // the config's fields. Throws DataError naming the field when one is missing or malformed.
 WorkloadConfig workload_from_summary(const nlohmann::json& summary);
 
+// The same from a typed summary: its options through the option table, on world_size ranks,
+// for the epochs that completed. Throws DataError naming an option it cannot read.
+WorkloadConfig workload_from_run_summary(const RunSummary& summary);
+
+// A run's workload from its typed configuration on `devices` ranks (the configuration's own
+// device count, often 0 for auto, is not read): what the doctor runs and predicts. Whether
+// limit_train_batches is a count or a fraction is the configuration's flag, not a guess.
+WorkloadConfig workload_for(const Config& config, int devices);
+
 // A workload from a "config" object (summary.json's or doctor.json's): max_epochs for the
 // epochs; devices from "devices" when it is a number, else `default_devices`. Missing keys keep
-// WorkloadConfig's defaults; a key of the wrong type throws DataError.
+// WorkloadConfig's defaults; a key of the wrong type throws DataError. For files only (a
+// doctor.json's config read back by predict, a run's summary.json): the option table prints a
+// limit_train_batches count without a point and a fraction with one, so there the JSON number's
+// kind is the flag.
 WorkloadConfig workload_from_config(const nlohmann::json& config, int default_devices = 1);
 
 // Whether workload_from_config reads this "config" key (snake_case): the options whose value

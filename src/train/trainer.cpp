@@ -562,13 +562,13 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
   // Every rank's phases and communication, gathered by rank zero.
   const int world = comm_->size();
   stats_.phases_per_rank.assign(world, PhaseSeconds{});
-  stats_.phase_calls_per_rank.assign(world, {});
+  std::vector<std::array<int64_t, kPhaseCount>> phase_calls_per_rank(world);  // for the profiler table
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
     const std::vector<double> seconds = comm_->allgather(clock_.seconds()[p]);
     const std::vector<uint64_t> calls = comm_->allgather(static_cast<uint64_t>(clock_.calls()[p]));
     for (int r = 0; r < world; ++r) {
       stats_.phases_per_rank[r][p] = seconds[r];
-      stats_.phase_calls_per_rank[r][p] = static_cast<int64_t>(calls[r]);
+      phase_calls_per_rank[r][p] = static_cast<int64_t>(calls[r]);
     }
   }
   stats_.hosts.clear();
@@ -599,10 +599,11 @@ void Trainer::finish(LightningModule& module, const Loop& loop) {
   save_parameters(log_dir_ / "final.safetensors", module.network(), hparams_);
   // After the wall clock stopped: the core's GEMM peak, for the FLOP share of the summary.
   stats_.gemm_peak_flops_per_second = measure_gemm_peak_flops();
-  write_file_atomically(log_dir_ / "summary.json", summary_json(stats_, hparams_).dump(2) + "\n");
+  stats_.options = hparams_;
+  write_file_atomically(log_dir_ / "summary.json", to_json(stats_).dump(2) + "\n");
   if (options_.profiler != "none") {
     std::vector<RankPhases> ranks(world);
-    for (int r = 0; r < world; ++r) ranks[r] = {stats_.phases_per_rank[r], stats_.phase_calls_per_rank[r], stats_.hosts[r]};
+    for (int r = 0; r < world; ++r) ranks[r] = {stats_.phases_per_rank[r], phase_calls_per_rank[r], stats_.hosts[r]};
     std::fputs(profiler_table(ranks, stats_.wall_seconds).c_str(), stdout);
     const double rate = stats_.training_flops_per_sample * stats_.train_samples / stats_.wall_seconds;
     std::printf("Throughput: %.0f samples/s, %.1f optimizer steps/s, %.1f GFLOP/s of model FLOPs (%.0f %% of %d x %.0f GFLOP/s measured GEMM peak)\n",

@@ -19,7 +19,7 @@
 #include "train/module.h"
 #include "train/progress_bar.h"
 #include "observe/trace_writer.h"
-#include "train/run_stats.h"
+#include "train/run_summary.h"
 
 namespace ddp {
 
@@ -39,7 +39,7 @@ class Trainer {
   int world_size() const { return comm_->size(); }
   const std::filesystem::path& log_dir() const { return log_dir_; }
   int64_t global_step() const { return global_step_; }
-  const RunStats& stats() const { return stats_; }
+  const RunSummary& stats() const { return stats_; }
   // After setup: the checkpoint being resumed is already at --max-epochs or --max-steps.
   bool nothing_left_to_train() const;
 
@@ -85,7 +85,7 @@ class Trainer {
   int64_t epoch_ = 0;
   int64_t resume_batch_ = 0;  // micro-batches of epoch_ a resumed checkpoint had done
   int64_t global_step_ = 0;
-  RunStats stats_;
+  RunSummary stats_;
 };
 
 }  // namespace ddp

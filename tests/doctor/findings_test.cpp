@@ -5,22 +5,24 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace ddp {
 namespace {
 
-RunRecord run_with(int devices, double wall, double forward, double backward, const nlohmann::json& hosts) {
+RunRecord run_with(int devices, double wall, double forward, double backward, const std::vector<std::string>& hosts) {
   RunRecord run;
   run.label = "devices=" + std::to_string(devices);
   run.devices = devices;
   run.ok = true;
   run.wall_seconds = wall;
-  const nlohmann::json phases = {{"startup", 0.0},   {"data", 0.0},       {"forward", forward},
-                                 {"backward", backward}, {"optimizer", 0.0}, {"comm_wait", 0.0},
-                                 {"validation", 0.0},    {"logging", 0.0},    {"monitor", 0.0}};
-  run.summary = {{"wall_seconds", wall}, {"hosts", hosts}, {"phases", phases}};
-  run.summary["phases_per_rank"] = nlohmann::json::array();
-  for (int r = 0; r < devices; ++r) run.summary["phases_per_rank"].push_back(phases);
+  PhaseSeconds phases{};
+  phases[static_cast<std::size_t>(Phase::kForward)] = forward;
+  phases[static_cast<std::size_t>(Phase::kBackward)] = backward;
+  run.summary.world_size = devices;
+  run.summary.wall_seconds = wall;
+  run.summary.hosts = hosts;
+  run.summary.phases_per_rank.assign(devices, phases);
   return run;
 }
 

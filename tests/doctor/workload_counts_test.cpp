@@ -5,6 +5,9 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "train/config.h"
+#include "train/options.h"
+#include "train/run_summary.h"
 
 namespace ddp {
 namespace {
@@ -141,6 +144,64 @@ TEST(WorkloadCounts, ReadsASummary) {
   bad = summary;
   bad.erase("config");
   EXPECT_THROW(workload_from_summary(bad), DataError);
+}
+
+// The seed's configuration with --limit-train-batches given as typed.
+Config seed_with_limit(const std::string& limit) {
+  Config config;
+  apply_option(config, "limit-train-batches", limit);
+  return config;
+}
+
+TEST(WorkloadFor, LimitTrainBatchesAsACountOrAFractionGivesItsOwnWorkload) {
+  // One device: 5000 samples in 20 micro-batches of 256 (19 full, one of 136).
+  const WorkloadConfig count = workload_for(seed_with_limit("3"), 1);
+  EXPECT_TRUE(count.limit_train_batches_is_count);
+  EXPECT_EQ(count_workload(count).micro_batches_per_epoch, 3);
+  EXPECT_EQ(count_workload(count).train_samples_per_epoch, 3 * 256);
+  const WorkloadConfig half = workload_for(seed_with_limit("0.5"), 1);
+  EXPECT_FALSE(half.limit_train_batches_is_count);
+  EXPECT_EQ(count_workload(half).micro_batches_per_epoch, 10);
+  // 1.0 is the whole epoch, not one batch.
+  const WorkloadConfig whole = workload_for(seed_with_limit("1.0"), 1);
+  EXPECT_FALSE(whole.limit_train_batches_is_count);
+  EXPECT_EQ(count_workload(whole).micro_batches_per_epoch, 20);
+  EXPECT_EQ(count_workload(whole).train_samples_per_epoch, 5000);
+  // A count of 1 is one batch.
+  EXPECT_EQ(count_workload(workload_for(seed_with_limit("1"), 1)).micro_batches_per_epoch, 1);
+}
+
+TEST(WorkloadFor, TakesTheDevicesAskedAndEveryWorkloadOption) {
+  Config config;
+  apply_preset(config, "seed");  // 3 devices, accumulation 3
+  apply_option(config, "monitor-mode", "per-step");
+  apply_option(config, "bucket-cap-mb", "0.5");
+  const WorkloadConfig w = workload_for(config, 2);
+  EXPECT_EQ(w.devices, 2);  // the run's, not the configuration's 3
+  EXPECT_EQ(w.accumulate_grad_batches, 3);
+  EXPECT_TRUE(w.monitor_per_step);
+  EXPECT_DOUBLE_EQ(w.bucket_cap_mb, 0.5);
+}
+
+// The typed path and the file path (a summary's "config", as the trainer writes it) agree on
+// every workload field, for each form of limit_train_batches.
+TEST(WorkloadFor, AgreesWithTheConfigAsWrittenToSummaryJson) {
+  for (const char* limit : {"3", "0.5", "1.0", "1"}) {
+    Config config = seed_with_limit(limit);
+    apply_option(config, "accumulate-grad-batches", "3");
+    apply_option(config, "sync-every-micro-batch", "true");
+    const WorkloadConfig typed = workload_for(config, 2);
+    const WorkloadConfig read = workload_from_config(nlohmann::json(config_json(resolved_options(config))), 2);
+    EXPECT_EQ(typed.limit_train_batches_is_count, read.limit_train_batches_is_count) << limit;
+    EXPECT_DOUBLE_EQ(typed.limit_train_batches, read.limit_train_batches) << limit;
+    const WorkloadCounts a = count_workload(typed), b = count_workload(read);
+    EXPECT_EQ(a.micro_batches_per_epoch, b.micro_batches_per_epoch) << limit;
+    EXPECT_EQ(a.optimizer_steps, b.optimizer_steps) << limit;
+    EXPECT_EQ(a.syncs_per_epoch, b.syncs_per_epoch) << limit;
+    EXPECT_EQ(a.bucket_bytes, b.bucket_bytes) << limit;
+    EXPECT_EQ(typed.sync_every_micro_batch, read.sync_every_micro_batch) << limit;
+    EXPECT_EQ(typed.monitor_per_step, read.monitor_per_step) << limit;
+  }
 }
 
 }  // namespace

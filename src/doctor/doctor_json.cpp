@@ -1,0 +1,117 @@
+// doctor.json and compare.json from a DoctorResult: the layout tests, predict and the report read.
+#include <algorithm>
+
+#include "doctor/doctor_result.h"
+#include "train/options.h"
+#include "train/run_summary.h"
+
+namespace ddp {
+namespace {
+
+template <typename T>
+nlohmann::ordered_json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json run_json(const RunRecord& run) {
+  nlohmann::ordered_json j = {{"label", run.label}, {"devices", run.devices}, {"command", run.command},
+                              {"epochs_run", run.epochs_run}, {"epochs", run.epochs_full},
+                              {"extrapolated", run.extrapolated}, {"ok", run.ok}};
+  if (!run.ok) {
+    j["error"] = run.error;
+    return j;
+  }
+  j["wall_seconds"] = run.wall_seconds;
+  // As the doctor has always embedded it: keys in sorted order.
+  const nlohmann::json summary(to_json(run.summary));
+  j["summary"] = summary;
+  nlohmann::ordered_json utilization = nlohmann::ordered_json::array();
+  int device = 0;
+  for (const auto& series : summary["utilization_per_rank"]) {
+    utilization.push_back({{"device", device++}, {"points", series}});
+  }
+  j["utilization"] = utilization;
+  return j;
+}
+
+nlohmann::ordered_json probe_json(const AllreduceFit& allreduce) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& row : allreduce.rows) {
+    rows.push_back({{"ranks", row.point.ranks}, {"bytes", row.point.bytes}, {"seconds", row.point.seconds},
+                    {"model_seconds", row.model_seconds}, {"algbw_bytes_per_second", row.algbw_bytes_per_second},
+                    {"busbw_bytes_per_second", row.busbw_bytes_per_second}});
+  }
+  return rows;
+}
+
+nlohmann::ordered_json prediction_json(const PredictionRow& p) {
+  const WorkloadConfig& w = p.workload;
+  return {{"label", optional_json(p.label)}, {"ablation", optional_json(p.ablation)},
+          {"devices", w.devices}, {"interconnect", w.interconnect}, {"batch_size", w.batch_size},
+          {"hidden_size", w.hidden_size}, {"hidden_layers", w.hidden_layers},
+          {"predicted_wall_seconds", p.predicted_wall_seconds}, {"predicted_speedup", p.predicted_speedup},
+          {"measured_wall_seconds", optional_json(p.measured_wall_seconds)}, {"error", optional_json(p.error())}};
+}
+
+nlohmann::ordered_json ablation_json(const AblationResult& a) {
+  nlohmann::ordered_json j = {{"name", a.name}, {"devices", a.run.devices}, {"label", a.run.label}, {"ok", a.run.ok},
+                              {"epochs_run", a.run.epochs_run}, {"extrapolated", a.run.extrapolated},
+                              {"command", a.run.command}};
+  if (a.run.ok && a.baseline->ok) {
+    j["wall_seconds"] = a.run.wall_seconds;
+    j["baseline_wall_seconds"] = a.baseline->wall_seconds;
+    j["cost_seconds_per_step"] =
+        (a.run.wall_seconds - a.baseline->wall_seconds) / std::max<int64_t>(1, a.baseline->optimizer_steps());
+  } else {
+    j["error"] = a.run.ok ? "its baseline run failed" : a.run.error;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::optional<double> PredictionRow::error() const {
+  if (!measured_wall_seconds) return std::nullopt;
+  return (predicted_wall_seconds - *measured_wall_seconds) / *measured_wall_seconds;
+}
+
+const RunRecord* DoctorResult::run_at(int devices) const {
+  for (const RunRecord& r : runs) {
+    if (r.devices == devices) return &r;
+  }
+  return nullptr;
+}
+
+nlohmann::ordered_json to_json(const DoctorResult& result) {
+  nlohmann::ordered_json doc;
+  doc["schema"] = result.ablations_run ? "ddpscope.doctor/1" : "ddpscope.compare/1";
+  doc["version"] = DDPSCOPE_VERSION;
+  doc["config"] = config_json(resolved_options(result.config));
+  doc["notes"] = result.notes;
+  nlohmann::ordered_json commands = nlohmann::ordered_json::array({result.command});
+  for (const RunRecord& r : result.runs) commands.push_back(r.command);
+  doc["commands"] = commands;
+  doc["runs"] = nlohmann::ordered_json::array();
+  for (const RunRecord& r : result.runs) doc["runs"].push_back(run_json(r));
+  nlohmann::ordered_json speedup = nlohmann::ordered_json::object();
+  const RunRecord* one = result.run_at(1);
+  for (const RunRecord& r : result.runs) {
+    if (one != nullptr && one->ok && r.ok) speedup[std::to_string(r.devices)] = one->wall_seconds / r.wall_seconds;
+  }
+  doc["speedup"] = speedup;
+  doc["model"] = result.model ? nlohmann::ordered_json(to_json(*result.model)) : nlohmann::ordered_json(nullptr);
+  doc["allreduce_probe"] = probe_json(result.allreduce);
+  doc["predictions"] = nlohmann::ordered_json::array();
+  for (const PredictionRow& p : result.predictions) doc["predictions"].push_back(prediction_json(p));
+  if (result.ablations_run) {
+    doc["ablations"] = nlohmann::ordered_json::array();
+    for (const AblationResult& a : result.ablations) doc["ablations"].push_back(ablation_json(a));
+    doc["findings"] = nlohmann::ordered_json::array();
+    for (const Finding& f : result.findings) doc["findings"].push_back(to_json(f));
+    doc["runs_ablations"] = nlohmann::ordered_json::array();
+    for (const AblationResult& a : result.ablations) doc["runs_ablations"].push_back(run_json(a.run));
+  }
+  return doc;
+}
+
+}  // namespace ddp

@@ -1,0 +1,94 @@
+// The terminal's version of a DoctorResult: what a user reads when compare or doctor ends.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "doctor/doctor_result.h"
+
+namespace ddp {
+namespace {
+
+void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
+  const double one = runs.front().ok && runs.front().devices == 1 ? runs.front().wall_seconds : 0;
+  std::fprintf(out, "\n%-8s %9s %11s %8s %10s %7s | per micro-batch, ms (rank spread): forward backward comm_wait data | per epoch, ms: validation\n",
+               "devices", "wall s", "samples/s", "speedup", "efficiency", "steps");
+  for (const RunRecord& r : runs) {
+    if (!r.ok) {
+      std::fprintf(out, "%-8d failed: %s\n", r.devices, r.error.c_str());
+      continue;
+    }
+    const RunSummary& s = r.summary;
+    const WorkloadCounts counts = count_workload(workload_from_run_summary(s));
+    const double micro_batches = static_cast<double>(counts.micro_batches_per_epoch * s.epochs);
+    const PhaseSeconds mean = s.mean_phases();
+    auto per = [&](Phase phase, double count) {
+      const auto p = static_cast<std::size_t>(phase);
+      double lo = 1e300, hi = 0;
+      for (const PhaseSeconds& rank : s.phases_per_rank) {
+        lo = std::min(lo, rank[p]);
+        hi = std::max(hi, rank[p]);
+      }
+      return fmt::format("{:.3f}({:.0f}%)", 1e3 * mean[p] / count, hi > 0 ? 100.0 * (hi - lo) / hi : 0.0);
+    };
+    const double speedup = one > 0 ? one / r.wall_seconds : 0;
+    std::fprintf(out, "%-8d %9.2f %11.0f %8.2f %9.0f%% %7lld | %s %s %s %s | %s\n", r.devices, r.wall_seconds,
+                 s.samples_per_second(), speedup, 100.0 * speedup / r.devices, static_cast<long long>(s.optimizer_steps),
+                 per(Phase::kForward, micro_batches).c_str(), per(Phase::kBackward, micro_batches).c_str(),
+                 per(Phase::kCommWait, micro_batches).c_str(), per(Phase::kData, micro_batches).c_str(),
+                 per(Phase::kValidation, std::max<double>(1, static_cast<double>(s.epochs))).c_str());
+  }
+}
+
+void print_ablations(std::FILE* out, const std::vector<AblationResult>& ablations) {
+  std::fprintf(out, "\nAblations (epochs reduced and extrapolated from the steady per-epoch time where marked *):\n");
+  for (const AblationResult& a : ablations) {
+    if (!a.run.ok || !a.baseline->ok) {
+      const std::string& error = a.run.ok ? std::string("its baseline run failed") : a.run.error;
+      std::fprintf(out, "  %-34s failed: %s\n", a.run.label.c_str(), error.c_str());
+      continue;
+    }
+    const double wall = a.run.wall_seconds, base_wall = a.baseline->wall_seconds;
+    std::fprintf(out, "  %-34s %8.2f s%s  vs %8.2f s  (%+.1f %%)\n", a.run.label.c_str(), wall,
+                 a.run.extrapolated ? "*" : " ", base_wall, 100.0 * (wall - base_wall) / base_wall);
+  }
+}
+
+void print_model(std::FILE* out, const ModelParameters& model, const std::vector<PredictionRow>& predictions) {
+  std::fprintf(out, "\nModel: %.0f GFLOP/s training, allreduce alpha %.1f us, beta %.2f GB/s, jitter %.1f %%, launch %.2f s\n",
+               model.flops_per_second / 1e9, model.alpha_seconds * 1e6, model.beta_bytes_per_second / 1e9,
+               100 * model.jitter_fraction, model.launch_seconds);
+  std::fprintf(out, "Predicted vs measured:\n");
+  for (const PredictionRow& p : predictions) {
+    if (!p.measured_wall_seconds) continue;
+    std::fprintf(out, "  %-34s predicted %8.2f s, measured %8.2f s (%+.1f %%)\n", (*p.label + ":").c_str(),
+                 p.predicted_wall_seconds, *p.measured_wall_seconds, 100 * *p.error());
+  }
+  // Rows without a measurement: other device counts and links, and measured runs that failed.
+  std::fprintf(out, "Predicted for other device counts and links (speedup over 1 device):\n");
+  for (const PredictionRow& p : predictions) {
+    if (p.measured_wall_seconds) continue;
+    std::fprintf(out, "  %3d devices, %-10s %8.2f s  (%.2fx)\n", p.workload.devices, p.workload.interconnect.c_str(),
+                 p.predicted_wall_seconds, p.predicted_speedup);
+  }
+}
+
+void print_findings(std::FILE* out, const std::vector<Finding>& findings) {
+  std::fprintf(out, "\nFindings, largest cost first:\n");
+  if (findings.empty()) std::fprintf(out, "  none above the thresholds (docs/scaling-guide.md)\n");
+  int i = 1;
+  for (const Finding& f : findings) {
+    std::fprintf(out, "%d. %s\n   %s\n   Fix: %s\n", i++, f.title.c_str(), f.detail.c_str(), f.fix.c_str());
+  }
+}
+
+}  // namespace
+
+void print(const DoctorResult& result, std::FILE* out) {
+  print_compare_table(out, result.runs);
+  if (result.ablations_run) print_ablations(out, result.ablations);
+  if (result.model) print_model(out, *result.model, result.predictions);
+  if (result.ablations_run) print_findings(out, result.findings);
+  for (const std::string& note : result.notes) std::fprintf(out, "Note: %s\n", note.c_str());
+}
+
+}  // namespace ddp

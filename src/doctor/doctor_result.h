@@ -1,0 +1,61 @@
+#pragma once
+// What a compare or doctor found, as plain data: the runs, the ablations, the probe, the
+// fitted model, the predictions and the findings. doctor.cpp computes it; doctor.json (or
+// compare.json), the terminal's text and report.html are each a function of it.
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "doctor/findings.h"
+#include "doctor/run_record.h"
+#include "doctor/scaling_model.h"
+#include "doctor/workload_counts.h"
+#include "train/config.h"
+
+namespace ddp {
+
+// One prediction of the model: for a measured run (its label, and its ablation's name when it
+// is one), or for another device count and link (no label, nothing measured).
+struct PredictionRow {
+  std::optional<std::string> label;
+  std::optional<std::string> ablation;
+  WorkloadConfig workload;
+  double predicted_wall_seconds = 0;
+  double predicted_speedup = 0;
+  std::optional<double> measured_wall_seconds;  // the run's, when it ran and succeeded
+  std::optional<double> error() const;  // (predicted - measured) / measured
+};
+
+struct DoctorResult {
+  bool ablations_run = false;  // doctor: true; compare: false
+  Config config;               // the base configuration
+  std::vector<std::string> notes;
+  std::string command;  // the command that ran this doctor
+  std::vector<RunRecord> runs;  // by increasing devices
+  std::vector<AblationResult> ablations;  // each points at its baseline in `runs`
+  AllreduceFit allreduce;  // rows empty without a probe
+  std::optional<ModelParameters> model;
+  std::vector<PredictionRow> predictions;
+  std::vector<Finding> findings;
+
+  DoctorResult() = default;
+  // Ablations point into `runs`: moving keeps the runs where they are, a copy would not.
+  DoctorResult(DoctorResult&&) = default;
+  DoctorResult& operator=(DoctorResult&&) = default;
+  DoctorResult(const DoctorResult&) = delete;
+  DoctorResult& operator=(const DoctorResult&) = delete;
+
+  const RunRecord* run_at(int devices) const;
+};
+
+// doctor.json (schema ddpscope.doctor/1), or compare.json (ddpscope.compare/1) without ablations.
+nlohmann::ordered_json to_json(const DoctorResult& result);
+
+// The terminal's version: the compare table, the ablations, the model and its predictions,
+// the findings and the notes.
+void print(const DoctorResult& result, std::FILE* out);
+
+}  // namespace ddp

@@ -1,0 +1,257 @@
+#include "train/run_summary.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "base/error.h"
+#include "train/config.h"
+#include "train/options.h"
+
+namespace ddp {
+namespace {
+
+using Json = nlohmann::ordered_json;  // "config" keeps the option table's order
+
+nlohmann::ordered_json typed(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  const char* end = text.data() + text.size();
+  int64_t integer = 0;
+  if (auto [p, ec] = std::from_chars(text.data(), end, integer); ec == std::errc() && p == end && !text.empty()) {
+    return integer;
+  }
+  double real = 0;
+  if (auto [p, ec] = std::from_chars(text.data(), end, real); ec == std::errc() && p == end && !text.empty()) {
+    return real;
+  }
+  return text;
+}
+
+nlohmann::ordered_json phases_json(const PhaseSeconds& seconds) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (std::size_t p = 0; p < kPhaseCount; ++p) out[std::string(kPhaseNames[p])] = seconds[p];
+  return out;
+}
+
+nlohmann::ordered_json allreduce_json(const AllreduceStats& a) {
+  return {{"calls", a.calls},
+          {"bytes", a.bytes},
+          {"seconds", a.seconds},
+          {"in_flight_seconds", a.in_flight_seconds},
+          {"hidden_seconds", a.hidden_seconds},
+          {"hidden_share", a.in_flight_seconds > 0 ? a.hidden_seconds / a.in_flight_seconds : 0.0}};
+}
+
+// Readers that name the field they could not read ("summary.json field "epochs" is ...").
+const Json& member(const Json& j, const std::string& key, const std::string& where) {
+  if (!j.is_object()) throw DataError(fmt::format("{} is not a JSON object", where));
+  const auto it = j.find(key);
+  if (it == j.end()) throw DataError(fmt::format("{} has no \"{}\"", where, key));
+  return *it;
+}
+
+template <typename T>
+T read(const Json& j, const std::string& key, const std::string& where) {
+  const Json& value = member(j, key, where);
+  const bool ok = std::is_same_v<T, std::string> ? value.is_string()
+                  : std::is_floating_point_v<T>  ? value.is_number()
+                                                 : value.is_number_integer();
+  if (!ok) throw DataError(fmt::format("{} field \"{}\" is {}, expected {}", where, key, value.dump(),
+                                       std::is_same_v<T, std::string> ? "a string" : "a number"));
+  return value.get<T>();
+}
+
+std::optional<double> read_optional(const Json& j, const std::string& key, const std::string& where) {
+  const Json& value = member(j, key, where);
+  if (value.is_null()) return std::nullopt;
+  return read<double>(j, key, where);
+}
+
+const Json& read_array(const Json& j, const std::string& key, const std::string& where) {
+  const Json& value = member(j, key, where);
+  if (!value.is_array()) throw DataError(fmt::format("{} field \"{}\" is not a list", where, key));
+  return value;
+}
+
+PhaseSeconds read_phases(const Json& j, const std::string& where) {
+  PhaseSeconds out{};
+  for (std::size_t p = 0; p < kPhaseCount; ++p) out[p] = read<double>(j, std::string(kPhaseNames[p]), where);
+  return out;
+}
+
+AllreduceStats read_allreduce(const Json& j, const std::string& where) {
+  AllreduceStats a;
+  a.calls = read<int64_t>(j, "calls", where);
+  a.bytes = read<int64_t>(j, "bytes", where);
+  a.seconds = read<double>(j, "seconds", where);
+  a.in_flight_seconds = read<double>(j, "in_flight_seconds", where);
+  a.hidden_seconds = read<double>(j, "hidden_seconds", where);
+  return a;
+}
+
+// An option's text from its "config" value: what config_json typed it from.
+std::string option_text(const Json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+bool same_allreduce(const AllreduceStats& a, const AllreduceStats& b) {
+  return a.calls == b.calls && a.bytes == b.bytes && a.seconds == b.seconds &&
+         a.in_flight_seconds == b.in_flight_seconds && a.hidden_seconds == b.hidden_seconds;
+}
+
+}  // namespace
+
+nlohmann::ordered_json config_json(const OptionTexts& options) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : options) out[key] = typed(value);
+  return out;
+}
+
+PhaseSeconds RunSummary::mean_phases() const {
+  PhaseSeconds mean{};
+  for (const PhaseSeconds& rank : phases_per_rank) {
+    for (std::size_t p = 0; p < kPhaseCount; ++p) mean[p] += rank[p] / phases_per_rank.size();
+  }
+  return mean;
+}
+
+double RunSummary::mean_phase(std::string_view name) const {
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    if (kPhaseNames[p] == name) return mean_phases()[p];
+  }
+  return 0;
+}
+
+Config RunSummary::typed_config() const {
+  Config config;
+  for (const auto& [key, text] : options) {
+    try {
+      if (key == "preset") config.preset = text;  // the name only: its values are in the other options
+      else apply_option(config, key, text);
+    } catch (const UsageError& e) {
+      throw DataError(fmt::format("summary.json config field \"{}\": {}", key, e.what()));
+    }
+  }
+  return config;
+}
+
+bool operator==(const RunSummary& a, const RunSummary& b) {
+  const auto same_list = [](const std::vector<AllreduceStats>& x, const std::vector<AllreduceStats>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), same_allreduce);
+  };
+  return a.version == b.version && a.options == b.options && a.accelerator == b.accelerator &&
+         a.strategy == b.strategy && a.world_size == b.world_size && a.hosts == b.hosts && a.epochs == b.epochs &&
+         a.first_epoch_end_seconds == b.first_epoch_end_seconds && a.last_epoch_end_seconds == b.last_epoch_end_seconds &&
+         a.optimizer_steps == b.optimizer_steps && a.optimizer_steps_run == b.optimizer_steps_run &&
+         a.train_samples == b.train_samples && a.wall_seconds == b.wall_seconds &&
+         a.final_train_loss == b.final_train_loss && a.final_val_loss == b.final_val_loss &&
+         a.phases_per_rank == b.phases_per_rank && a.training_flops_per_sample == b.training_flops_per_sample &&
+         a.gemm_peak_flops_per_second == b.gemm_peak_flops_per_second &&
+         a.utilization_per_rank == b.utilization_per_rank && same_allreduce(a.allreduce, b.allreduce) &&
+         same_list(a.allreduce_per_rank, b.allreduce_per_rank);
+}
+
+nlohmann::ordered_json to_json(const RunSummary& s) {
+  nlohmann::ordered_json j;
+  j["schema"] = "ddpscope.summary/1";
+  j["version"] = s.version;
+  j["config"] = config_json(s.options);
+  j["accelerator"] = s.accelerator;
+  j["strategy"] = s.strategy;
+  j["world_size"] = s.world_size;
+  j["epochs"] = s.epochs;
+  j["first_epoch_end_seconds"] = s.first_epoch_end_seconds;
+  j["last_epoch_end_seconds"] = s.last_epoch_end_seconds;
+  j["optimizer_steps"] = s.optimizer_steps;
+  j["train_samples"] = s.train_samples;
+  j["wall_seconds"] = s.wall_seconds;
+  const double samples_per_second = s.samples_per_second();
+  j["samples_per_second"] = samples_per_second;
+  // Throughput: the model FLOP rate achieved, and its share of one core's measured GEMM
+  // peak per device (the MFU idea).
+  const double model_flops = s.training_flops_per_sample * samples_per_second;
+  j["throughput"] = {
+      {"samples_per_second", samples_per_second},
+      {"optimizer_steps_per_second", s.wall_seconds > 0 ? s.optimizer_steps_run / s.wall_seconds : 0.0},
+      {"model_flops_per_second", model_flops},
+      {"gemm_peak_flops_per_second_per_device", s.gemm_peak_flops_per_second},
+      {"flop_share_of_peak", s.gemm_peak_flops_per_second > 0 ? model_flops / s.world_size / s.gemm_peak_flops_per_second
+                                                               : 0.0}};
+  nlohmann::ordered_json final_metrics = nlohmann::ordered_json::object();
+  final_metrics["train_loss"] = s.final_train_loss ? nlohmann::ordered_json(*s.final_train_loss) : nullptr;
+  final_metrics["val_loss"] = s.final_val_loss ? nlohmann::ordered_json(*s.final_val_loss) : nullptr;
+  j["final"] = final_metrics;
+  j["phases"] = phases_json(s.mean_phases());
+  j["hosts"] = s.hosts;
+  j["phases_per_rank"] = nlohmann::ordered_json::array();
+  for (const PhaseSeconds& rank : s.phases_per_rank) j["phases_per_rank"].push_back(phases_json(rank));
+  j["utilization_per_rank"] = nlohmann::ordered_json::array();
+  for (const auto& points : s.utilization_per_rank) {
+    nlohmann::ordered_json series = nlohmann::ordered_json::array();
+    for (const auto& [t, percent] : points) series.push_back({t, percent});
+    j["utilization_per_rank"].push_back(series);
+  }
+  j["allreduce"] = allreduce_json(s.allreduce);
+  j["allreduce_per_rank"] = nlohmann::ordered_json::array();
+  for (const AllreduceStats& a : s.allreduce_per_rank) j["allreduce_per_rank"].push_back(allreduce_json(a));
+  return j;
+}
+
+void from_json(const Json& j, RunSummary& s) {
+  const std::string where = "summary.json";
+  if (read<std::string>(j, "schema", where) != "ddpscope.summary/1") {
+    throw DataError(fmt::format("{} field \"schema\" is {}, expected \"ddpscope.summary/1\"", where, j["schema"].dump()));
+  }
+  s = RunSummary{};
+  s.version = read<std::string>(j, "version", where);
+  const Json& config = member(j, "config", where);
+  if (!config.is_object()) throw DataError(fmt::format("{} field \"config\" is not a JSON object", where));
+  for (const auto& [key, value] : config.items()) s.options.emplace_back(key, option_text(value));
+  s.accelerator = read<std::string>(j, "accelerator", where);
+  s.strategy = read<std::string>(j, "strategy", where);
+  s.world_size = static_cast<int>(read<int64_t>(j, "world_size", where));
+  s.epochs = read<int64_t>(j, "epochs", where);
+  s.first_epoch_end_seconds = read<double>(j, "first_epoch_end_seconds", where);
+  s.last_epoch_end_seconds = read<double>(j, "last_epoch_end_seconds", where);
+  s.optimizer_steps = read<int64_t>(j, "optimizer_steps", where);
+  s.train_samples = read<int64_t>(j, "train_samples", where);
+  s.wall_seconds = read<double>(j, "wall_seconds", where);
+  // The file keeps rates; the step count and the FLOPs per sample behind them are integers
+  // (a count, a sum of 2*in*out products), so rounding gives them back exactly.
+  const Json& throughput = member(j, "throughput", where);
+  s.optimizer_steps_run =
+      std::llround(read<double>(throughput, "optimizer_steps_per_second", where + " throughput") * s.wall_seconds);
+  const double samples_per_second = s.samples_per_second();
+  s.training_flops_per_sample =
+      samples_per_second > 0
+          ? std::round(read<double>(throughput, "model_flops_per_second", where + " throughput") / samples_per_second)
+          : 0.0;
+  s.gemm_peak_flops_per_second = read<double>(throughput, "gemm_peak_flops_per_second_per_device", where + " throughput");
+  const Json& final_metrics = member(j, "final", where);
+  s.final_train_loss = read_optional(final_metrics, "train_loss", where + " final");
+  s.final_val_loss = read_optional(final_metrics, "val_loss", where + " final");
+  for (const auto& host : read_array(j, "hosts", where)) {
+    if (!host.is_string()) throw DataError(fmt::format("{} field \"hosts\" holds {}, expected strings", where, host.dump()));
+    s.hosts.push_back(host.get<std::string>());
+  }
+  for (const auto& rank : read_array(j, "phases_per_rank", where)) s.phases_per_rank.push_back(read_phases(rank, where + " phases_per_rank"));
+  for (const auto& series : read_array(j, "utilization_per_rank", where)) {
+    std::vector<std::pair<double, double>> points;
+    for (const auto& point : series) {
+      if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_number()) {
+        throw DataError(fmt::format("{} field \"utilization_per_rank\" holds {}, expected [seconds, percent]", where,
+                                    point.dump()));
+      }
+      points.emplace_back(point[0].get<double>(), point[1].get<double>());
+    }
+    s.utilization_per_rank.push_back(std::move(points));
+  }
+  s.allreduce = read_allreduce(member(j, "allreduce", where), where + " allreduce");
+  for (const auto& rank : read_array(j, "allreduce_per_rank", where)) {
+    s.allreduce_per_rank.push_back(read_allreduce(rank, where + " allreduce_per_rank"));
+  }
+}
+
+}  // namespace ddp

@@ -1,0 +1,75 @@
+#pragma once
+// What a run measured: the content of summary.json (schema ddpscope.summary/1, DESIGN §2)
+// as typed data. The trainer fills it and writes it; the doctor reads it back for its
+// table, findings, model and report. from_json(to_json(s)) == s, and a summary.json read
+// and written again is the same text.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dist/grad_reducer.h"
+#include "observe/phase.h"
+
+namespace ddp {
+
+struct Config;  // train/config.h
+
+using PhaseSeconds = std::array<double, kPhaseCount>;
+using OptionTexts = std::vector<std::pair<std::string, std::string>>;  // (snake_case name, text)
+
+struct RunSummary {
+  std::string version = DDPSCOPE_VERSION;
+  // The resolved options, as hparams.yaml has them; summary.json's "config" writes numbers and
+  // booleans as such. typed_config() reads them back through the option table.
+  OptionTexts options;
+  std::string accelerator = "cpu";
+  std::string strategy = "single";
+  int world_size = 1;
+  std::vector<std::string> hosts;  // every rank's host name, indexed by rank
+  int64_t epochs = 0;  // completed
+  // Since the start, at the end of the first and of the last completed epoch: what the
+  // doctor needs to extrapolate from steady epochs (a list would grow with the run).
+  double first_epoch_end_seconds = 0;
+  double last_epoch_end_seconds = 0;
+  int64_t optimizer_steps = 0;      // the global step: a resumed run counts from its checkpoint's
+  int64_t optimizer_steps_run = 0;  // by this process: what its throughput counts, as train_samples
+  int64_t train_samples = 0;  // over all ranks
+  double wall_seconds = 0;
+  std::optional<double> final_train_loss;
+  std::optional<double> final_val_loss;
+  std::vector<PhaseSeconds> phases_per_rank;
+  double training_flops_per_sample = 0;  // model GEMM FLOPs, forward and backward
+  double gemm_peak_flops_per_second = 0;  // measured on this core at the end of the run
+  // Per rank: (seconds since the run started, device utilization %), at most a few hundred.
+  std::vector<std::vector<std::pair<double, double>>> utilization_per_rank;
+  AllreduceStats allreduce;  // rank zero's
+  std::vector<AllreduceStats> allreduce_per_rank;
+
+  double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
+  PhaseSeconds mean_phases() const;  // over ranks: summary.json's "phases"
+  double mean_phase(std::string_view name) const;  // 0 for a name that is no phase
+  // The options as a Config, each through the option table's own parser (so a
+  // limit_train_batches with a point is a fraction, without one a count). Throws DataError
+  // naming an option that is unknown or not accepted.
+  Config typed_config() const;
+};
+
+bool operator==(const RunSummary& a, const RunSummary& b);
+
+nlohmann::ordered_json to_json(const RunSummary& summary);
+
+// Throws DataError naming the first field that is missing or of the wrong type (also what
+// j.get<RunSummary>() calls). Ordered, as "config" keeps the option table's order.
+void from_json(const nlohmann::ordered_json& j, RunSummary& summary);
+
+// The options as summary.json's "config" object (also embedded by checkpoints' and the
+// doctor's files): numbers and booleans become JSON numbers and booleans.
+nlohmann::ordered_json config_json(const OptionTexts& options);
+
+}  // namespace ddp

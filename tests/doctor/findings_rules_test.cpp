@@ -1,0 +1,321 @@
+// Each rule of findings.cpp over synthetic runs: it fires on runs that have its cause, with
+// the cost it states, and stays silent on runs that do not. The runs are built from phase
+// times alone, so every number in a finding can be worked out by hand here.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "doctor/findings.h"
+#include "observe/phase.h"
+
+namespace ddp {
+namespace {
+
+using PhaseMap = std::map<std::string, double>;
+
+Phase phase_named(const std::string& name) {
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    if (kPhaseNames[p] == name) return static_cast<Phase>(p);
+  }
+  ADD_FAILURE() << "no phase " << name;
+  return Phase::kOther;
+}
+
+// A run of `devices` ranks on one host, each of which spent `phases` (others 0), for the
+// configuration's full epochs (nothing extrapolated).
+RunRecord synthetic_run(int devices, double wall, const PhaseMap& phases, int64_t optimizer_steps = 100) {
+  RunRecord run;
+  run.label = "devices=" + std::to_string(devices);
+  run.devices = devices;
+  run.ok = true;
+  run.wall_seconds = wall;
+  run.epochs_run = run.epochs_full = 200;
+  PhaseSeconds rank{};
+  for (const auto& [name, seconds] : phases) rank[static_cast<std::size_t>(phase_named(name))] = seconds;
+  run.summary.world_size = devices;
+  run.summary.wall_seconds = wall;
+  run.summary.optimizer_steps = optimizer_steps;
+  run.summary.hosts.assign(devices, "node1");
+  run.summary.phases_per_rank.assign(devices, rank);
+  return run;
+}
+
+void set_rank_phase(RunRecord& run, int rank, const std::string& phase, double seconds) {
+  run.summary.phases_per_rank[rank][static_cast<std::size_t>(phase_named(phase))] = seconds;
+}
+
+// A fitted model of this machine's order: 10 GFLOP/s, 10 us and 1 GB/s per ring step.
+ModelParameters synthetic_model() {
+  ModelParameters m;
+  m.alpha_seconds = 1e-5;
+  m.beta_bytes_per_second = 1e9;
+  m.flops_per_second = 1e10;
+  return m;
+}
+
+WorkloadConfig seed_workload(int devices) {
+  WorkloadConfig w;  // the seed's: 5000 samples, batch 256, 10-256x3-1, 200 epochs, k = 1
+  w.devices = devices;
+  return w;
+}
+
+// The 1-device run and a 2-device run that scales perfectly, with no start-up, wait,
+// sharing or straggler of its own: each test adds one cause to it.
+struct Pair {
+  RunRecord one = synthetic_run(1, 2.0, {{"startup", 0.1}, {"forward", 0.8}, {"backward", 0.8}});
+  RunRecord two = synthetic_run(2, 1.0, {{"startup", 0.1}, {"forward", 0.4}, {"backward", 0.4}});
+
+  std::vector<Finding> findings() const {
+    FindingInputs in;
+    in.device_runs = {&one, &two};
+    in.model = synthetic_model();
+    in.workload = seed_workload(2);
+    return find_problems(in);
+  }
+};
+
+const Finding* titled(const std::vector<Finding>& findings, const std::string& prefix) {
+  for (const Finding& f : findings) {
+    if (f.title.rfind(prefix, 0) == 0) return &f;
+  }
+  return nullptr;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(FindingsRules, APerfectlyScalingPairHasNoFinding) {
+  EXPECT_TRUE(Pair().findings().empty());
+}
+
+// --- a habit, measured in its own phase by an ablation without it
+
+AblationResult monitor_ablation(const RunRecord& baseline, double monitor_without) {
+  AblationResult a;
+  a.name = "monitor-background";
+  a.habit = "Probing the device every micro-batch";
+  a.fix = "Use --monitor-mode background.";
+  a.phase = "monitor";
+  a.run = synthetic_run(1, 9.3, {{"monitor", monitor_without}});
+  a.run.label = "devices=1 monitor-background";
+  a.baseline = &baseline;
+  return a;
+}
+
+std::vector<Finding> habit_findings_of(const RunRecord& baseline, const AblationResult& ablation) {
+  FindingInputs in;  // no device runs and no fitted rate: only the habit rule can speak
+  in.ablations = {ablation};
+  in.workload = seed_workload(1);
+  return find_problems(in);
+}
+
+TEST(FindingsRules, AHabitCostingMoreThanItsThresholdIsFoundWithItsPhaseTime) {
+  const RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}}, 100);
+  const std::vector<Finding> findings = habit_findings_of(baseline, monitor_ablation(baseline, 0.2));
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_NEAR(f.cost_seconds, 0.8, 1e-12);  // 1.0 s of monitor phase down to 0.2 s
+  EXPECT_NEAR(f.share_of_wall, 0.08, 1e-12);
+  EXPECT_EQ(f.title, "Probing the device every micro-batch costs 8.00 ms per optimizer step on each rank: 8 % of the run "
+                     "at 1 device");
+  EXPECT_TRUE(contains(f.detail, "the monitor phase took 1.000 s; with monitor-background it took 0.200 s")) << f.detail;
+  EXPECT_EQ(f.fix, "Use --monitor-mode background.");
+  EXPECT_EQ(f.evidence, (std::vector<std::string>{"devices=1", "devices=1 monitor-background"}));
+}
+
+TEST(FindingsRules, AHabitCostingLessThanItsThresholdIsNotFound) {
+  const RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}});
+  // 0.15 s of a 10 s run: 1.5 %, under kHabitMinShare.
+  EXPECT_TRUE(habit_findings_of(baseline, monitor_ablation(baseline, 0.85)).empty());
+}
+
+TEST(FindingsRules, AnAblationThatIsNoHabitGivesNoHabitFindingHoweverLargeItsEffect) {
+  const RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}});
+  AblationResult size_change = monitor_ablation(baseline, 0.0);
+  size_change.habit.clear();  // a size the author tried (batch=1024), not a habit to drop
+  EXPECT_TRUE(habit_findings_of(baseline, size_change).empty());
+}
+
+TEST(FindingsRules, AFailedAblationOrBaselineGivesNoHabitFinding) {
+  RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}});
+  AblationResult failed = monitor_ablation(baseline, 0.2);
+  failed.run.ok = false;
+  EXPECT_TRUE(habit_findings_of(baseline, failed).empty());
+  const AblationResult ok = monitor_ablation(baseline, 0.2);
+  baseline.ok = false;
+  EXPECT_TRUE(habit_findings_of(baseline, ok).empty());
+}
+
+// --- N devices against one
+
+TEST(FindingsRules, NDevicesSlowerThanOneAreExplainedWithTheirDistanceFromTheIdeal) {
+  Pair p;
+  p.two = synthetic_run(2, 2.4, {{"startup", 0.1}, {"forward", 0.4}, {"backward", 0.4}});
+  const std::vector<Finding> findings = p.findings();
+  const Finding* f = titled(findings, "2 devices are slower than one");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "2 devices are slower than one: 2.40 s against 2.00 s");
+  EXPECT_NEAR(f->cost_seconds, 2.4 - 1.0, 1e-12);  // the wall time beyond the ideal 2.0 / 2
+  EXPECT_NEAR(f->share_of_wall, 1.4 / 2.4, 1e-12);
+  EXPECT_TRUE(contains(f->detail, "Ideal would be 1.00 s.")) << f->detail;
+  EXPECT_TRUE(contains(f->fix, "Give each device more work per synchronisation.")) << f->fix;
+  EXPECT_EQ(f->evidence, (std::vector<std::string>{"devices=1", "devices=2"}));
+}
+
+TEST(FindingsRules, NDevicesFasterButBelowTheEfficiencyFloorAreExplained) {
+  Pair p;
+  p.two = synthetic_run(2, 1.5, {{"startup", 0.1}, {"forward", 0.4}, {"backward", 0.4}});
+  const std::vector<Finding> findings = p.findings();
+  const Finding* f = titled(findings, "2 devices are 1.33x faster than one");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "2 devices are 1.33x faster than one, 67 % of the ideal 2x");
+  EXPECT_NEAR(f->cost_seconds, 0.5, 1e-12);
+  EXPECT_EQ(f->fix, "See the costs below, largest first.");
+}
+
+TEST(FindingsRules, NDevicesAboveTheEfficiencyFloorNeedNoExplaining) {
+  Pair p;
+  p.two.wall_seconds = 1.2;  // speedup 1.67 of 2: 83 %, above kEfficiencyFloor
+  p.two.summary.wall_seconds = 1.2;
+  EXPECT_EQ(titled(p.findings(), "2 devices are"), nullptr);
+}
+
+// --- start-up
+
+TEST(FindingsRules, ExtraStartUpOfNDevicesIsFoundWithItsCost) {
+  Pair p;
+  set_rank_phase(p.two, 0, "startup", 0.3);
+  set_rank_phase(p.two, 1, "startup", 0.3);
+  const std::vector<Finding> findings = p.findings();
+  const Finding* f = titled(findings, "Starting 2 processes");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "Starting 2 processes and MPI costs 0.20 s: 20 % of the 2-device run");
+  EXPECT_NEAR(f->cost_seconds, 0.2, 1e-12);
+  EXPECT_NEAR(f->share_of_wall, 0.2, 1e-12);
+}
+
+TEST(FindingsRules, StartUpWithinItsThresholdIsNotFound) {
+  Pair p;
+  set_rank_phase(p.two, 0, "startup", 0.14);  // 0.04 s more, 4 % of the run
+  set_rank_phase(p.two, 1, "startup", 0.14);
+  EXPECT_EQ(titled(p.findings(), "Starting"), nullptr);
+}
+
+// --- waiting for gradients
+
+TEST(FindingsRules, WaitingForGradientsIsFoundWithTheSynchronisationsItCounts) {
+  Pair p;
+  set_rank_phase(p.two, 0, "comm_wait", 0.1);
+  set_rank_phase(p.two, 1, "comm_wait", 0.1);
+  const std::vector<Finding> findings = p.findings();
+  const Finding* f = titled(findings, "Waiting for gradients");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "Waiting for gradients costs 0.10 s at 2 devices: 10 % of the run");
+  EXPECT_NEAR(f->cost_seconds, 0.1, 1e-12);
+  // 2500 samples per rank in 10 micro-batches of 256, one sync per step (k = 1), 200
+  // epochs; 134,657 float32 gradients.
+  EXPECT_TRUE(contains(f->detail, "2000 gradient synchronisations of 539 KB between ranks on one host")) << f->detail;
+  EXPECT_EQ(f->evidence, (std::vector<std::string>{"devices=2"}));
+}
+
+TEST(FindingsRules, WaitingWithinItsThresholdIsNotFound) {
+  Pair p;
+  set_rank_phase(p.two, 0, "comm_wait", 0.02);  // 2 % of the run
+  set_rank_phase(p.two, 1, "comm_wait", 0.02);
+  EXPECT_EQ(titled(p.findings(), "Waiting for gradients"), nullptr);
+}
+
+// --- ranks sharing a host
+
+TEST(FindingsRules, SharingStatesTheComputeBeyondAFairShareAsItsCost) {
+  Pair p;
+  p.two = synthetic_run(2, 1.0, {{"startup", 0.1}, {"forward", 0.5}, {"backward", 0.4}});
+  const std::vector<Finding> findings = p.findings();
+  const Finding* f = titled(findings, "Ranks slow each other's compute");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->cost_seconds, 0.9 - 1.6 / 2, 1e-12);
+  EXPECT_NEAR(f->share_of_wall, 0.1, 1e-12);
+}
+
+// --- stragglers
+
+TEST(FindingsRules, ARankSlowerInAPhaseIsNamedWithItsGap) {
+  Pair p;
+  set_rank_phase(p.two, 0, "data", 0.05);
+  set_rank_phase(p.two, 1, "data", 0.2);
+  const std::vector<Finding> findings = p.findings();
+  const Finding* f = titled(findings, "Rank 1 is a straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "Rank 1 is a straggler in data: 0.150 s more than the fastest rank");
+  EXPECT_NEAR(f->cost_seconds, 0.15, 1e-12);
+  EXPECT_NEAR(f->share_of_wall, 0.15, 1e-12);
+  EXPECT_TRUE(contains(f->fix, "Check what else runs on that rank's core")) << f->fix;
+}
+
+TEST(FindingsRules, ALoggingStragglerIsToldThatRankZeroWritesTheLogs) {
+  Pair p;
+  set_rank_phase(p.two, 0, "logging", 0.1);
+  const std::vector<Finding> findings = p.findings();
+  const Finding* f = titled(findings, "Rank 0 is a straggler in logging");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->cost_seconds, 0.1, 1e-12);
+  EXPECT_TRUE(contains(f->fix, "Rank zero alone writes the logs")) << f->fix;
+}
+
+TEST(FindingsRules, ASpreadSmallInItsPhaseOrInTheRunIsNoStraggler) {
+  Pair small_in_phase;  // 5 ms on 105 ms: under kStragglerMinSpread
+  set_rank_phase(small_in_phase.two, 0, "data", 0.1);
+  set_rank_phase(small_in_phase.two, 1, "data", 0.105);
+  EXPECT_EQ(titled(small_in_phase.findings(), "Rank"), nullptr);
+  Pair small_in_run;  // 3 of 4 ms, but 0.3 % of the run: under kStragglerMinShare
+  set_rank_phase(small_in_run.two, 0, "data", 0.001);
+  set_rank_phase(small_in_run.two, 1, "data", 0.004);
+  EXPECT_EQ(titled(small_in_run.findings(), "Rank"), nullptr);
+}
+
+// --- fixed costs per micro-batch
+
+std::vector<Finding> fixed_cost_findings_of(double fixed_seconds_per_step) {
+  const RunRecord one = synthetic_run(1, 100.0, {{"forward", 40.0}, {"backward", 40.0}});
+  FindingInputs in;
+  in.device_runs = {&one};  // one run: no multi-device rule
+  in.model = synthetic_model();
+  in.model.fixed_seconds_per_step = fixed_seconds_per_step;
+  in.workload = seed_workload(1);
+  return find_problems(in);
+}
+
+TEST(FindingsRules, FixedCostsAboveTheirShareOfAMicroBatchAreFoundWithTheirTotal) {
+  const std::vector<Finding> findings = fixed_cost_findings_of(0.02);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  // A micro-batch of 256 needs 204.3 MFLOP: 20.43 ms at 10 GFLOP/s, beside 20 ms fixed.
+  const double compute = 798208.0 * 256 / 1e10;
+  EXPECT_EQ(f.title, "Fixed costs are 49 % of every micro-batch's compute");
+  EXPECT_NEAR(0.02 / (0.02 + compute), 0.495, 0.001);
+  EXPECT_NEAR(f.cost_seconds, 0.02 * 20 * 200, 1e-9);  // 20 micro-batches a epoch, 200 epochs
+  EXPECT_NEAR(f.share_of_wall, 0.8, 1e-12);
+  EXPECT_EQ(f.evidence, (std::vector<std::string>{"devices=1"}));
+}
+
+TEST(FindingsRules, FixedCostsWithinTheirShareAreNotFound) {
+  EXPECT_TRUE(fixed_cost_findings_of(0.002).empty());  // 9 % of a micro-batch
+}
+
+// --- ranking
+
+TEST(FindingsRules, FindingsAreRankedByCostLargestFirst) {
+  Pair p;
+  set_rank_phase(p.two, 0, "startup", 0.3);  // 0.2 s
+  set_rank_phase(p.two, 1, "startup", 0.3);
+  set_rank_phase(p.two, 0, "comm_wait", 0.35);  // 0.35 s
+  set_rank_phase(p.two, 1, "comm_wait", 0.35);
+  const std::vector<Finding> findings = p.findings();
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_TRUE(contains(findings[0].title, "Waiting for gradients")) << findings[0].title;
+  EXPECT_TRUE(contains(findings[1].title, "Starting 2 processes")) << findings[1].title;
+}
+
+}  // namespace
+}  // namespace ddp

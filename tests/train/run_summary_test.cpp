@@ -1,0 +1,148 @@
+// RunSummary is summary.json as typed data: it reads back what it writes, field for field,
+// and a summary.json that ddpscope wrote is read and written again to the same text.
+#include "train/run_summary.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "support/run_command.h"
+#include "train/config.h"
+#include "train/options.h"
+
+namespace ddp {
+namespace {
+
+// Every field set, with the values a 2-rank run of the seed would have.
+RunSummary two_rank_summary() {
+  Config config;
+  apply_preset(config, "seed");
+  apply_option(config, "limit-train-batches", "0.5");
+  apply_option(config, "lr", "0.001");
+  RunSummary s;
+  s.options = resolved_options(config);
+  s.accelerator = "cpu";
+  s.strategy = "ddp";
+  s.world_size = 2;
+  s.hosts = {"node1", "node2"};
+  s.epochs = 3;
+  s.first_epoch_end_seconds = 0.731;
+  s.last_epoch_end_seconds = 1.917;
+  s.optimizer_steps = 12;
+  s.optimizer_steps_run = 9;
+  s.train_samples = 7500;
+  s.wall_seconds = 2.2345;
+  s.final_train_loss = 1.0625;
+  s.final_val_loss = 0.998;
+  PhaseSeconds rank0{}, rank1{};
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    rank0[p] = 0.01 * static_cast<double>(p + 1);
+    rank1[p] = 0.013 * static_cast<double>(p + 2);
+  }
+  s.phases_per_rank = {rank0, rank1};
+  s.training_flops_per_sample = 798208;
+  s.gemm_peak_flops_per_second = 4.1e10;
+  s.utilization_per_rank = {{{0.1, 97.5}, {0.2, 100}}, {{0.1, 88.25}}};
+  s.allreduce_per_rank = {{6, 3231768, 0.0421, 0.05, 0.012}, {6, 3231768, 0.0387, 0.049, 0.02}};
+  s.allreduce = s.allreduce_per_rank[0];
+  return s;
+}
+
+RunSummary read_back(const nlohmann::ordered_json& j) { return j.get<RunSummary>(); }
+
+TEST(RunSummary, ReadsBackEveryFieldItWrote) {
+  const RunSummary s = two_rank_summary();
+  EXPECT_TRUE(read_back(to_json(s)) == s);
+  RunSummary no_losses = s;  // a run stopped before its first step and validation
+  no_losses.final_train_loss.reset();
+  no_losses.final_val_loss.reset();
+  EXPECT_TRUE(read_back(to_json(no_losses)) == no_losses);
+  EXPECT_FALSE(read_back(to_json(no_losses)) == s);
+}
+
+TEST(RunSummary, WritesTheSchemaAndTheRatesDerivedFromItsCounts) {
+  const RunSummary s = two_rank_summary();
+  const nlohmann::ordered_json j = to_json(s);
+  EXPECT_EQ(j["schema"], "ddpscope.summary/1");
+  EXPECT_EQ(j["version"], DDPSCOPE_VERSION);
+  EXPECT_DOUBLE_EQ(j["samples_per_second"].get<double>(), 7500 / 2.2345);
+  EXPECT_DOUBLE_EQ(j["throughput"]["optimizer_steps_per_second"].get<double>(), 9 / 2.2345);
+  EXPECT_DOUBLE_EQ(j["throughput"]["model_flops_per_second"].get<double>(), 798208 * (7500 / 2.2345));
+  EXPECT_DOUBLE_EQ(j["phases"]["forward"].get<double>(), (0.03 + 0.052) / 2);  // the mean over ranks
+  EXPECT_DOUBLE_EQ(j["allreduce"]["hidden_share"].get<double>(), 0.012 / 0.05);
+  // The options as typed values: a count or a fraction keeps its form.
+  EXPECT_TRUE(j["config"]["limit_train_batches"].is_number_float());
+  EXPECT_EQ(j["config"]["accumulate_grad_batches"], 3);
+  EXPECT_EQ(j["config"]["preset"], "seed");
+}
+
+TEST(RunSummary, ATypedConfigComesBackThroughTheOptionTable) {
+  RunSummary s = two_rank_summary();
+  Config config = read_back(to_json(s)).typed_config();
+  EXPECT_EQ(config.trainer.accumulate_grad_batches, 3);
+  EXPECT_EQ(config.preset, "seed");
+  EXPECT_FALSE(config.trainer.limit_train_batches_is_count);
+  EXPECT_DOUBLE_EQ(config.trainer.limit_train_batches, 0.5);
+  for (const char* limit : {"1.0", "3", "1"}) {
+    Config with;
+    apply_option(with, "limit-train-batches", limit);
+    s.options = resolved_options(with);
+    config = read_back(to_json(s)).typed_config();
+    EXPECT_EQ(config.trainer.limit_train_batches_is_count, std::string(limit) != "1.0") << limit;
+    EXPECT_EQ(resolved_options(config), resolved_options(with)) << limit;
+  }
+  s.options = {{"no_such_option", "1"}};
+  EXPECT_THROW(s.typed_config(), DataError);
+}
+
+TEST(RunSummary, AMissingOrMistypedFieldIsNamed) {
+  const nlohmann::ordered_json good = to_json(two_rank_summary());
+  auto message_for = [](const nlohmann::ordered_json& j) {
+    try {
+      read_back(j);
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(read without an error)");
+  };
+  nlohmann::ordered_json bad = good;
+  bad.erase("epochs");
+  EXPECT_EQ(message_for(bad), "summary.json has no \"epochs\"");
+  bad = good;
+  bad["wall_seconds"] = "slow";
+  EXPECT_EQ(message_for(bad), "summary.json field \"wall_seconds\" is \"slow\", expected a number");
+  bad = good;
+  bad["phases_per_rank"][1].erase("forward");
+  EXPECT_EQ(message_for(bad), "summary.json phases_per_rank has no \"forward\"");
+  bad = good;
+  bad["schema"] = "ddpscope.summary/2";
+  EXPECT_EQ(message_for(bad), "summary.json field \"schema\" is \"ddpscope.summary/2\", expected \"ddpscope.summary/1\"");
+}
+
+// What the trainer writes, through the command line: read and written again, byte for byte.
+void expect_same_text_after_a_round_trip(const std::string& options, const std::string& name) {
+  const auto dir = testing::fresh_dir(name);
+  const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) + " train --dataset-size 64 --batch-size 16 "
+                                          "--hidden-size 8 --max-epochs 2 --progress-bar off --version 0 " + options,
+                                      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = testing::read_text(dir / "ddpscope_logs" / "version_0" / "summary.json");
+  const RunSummary s = read_back(nlohmann::ordered_json::parse(text));
+  EXPECT_EQ(to_json(s).dump(2) + "\n", text);
+  EXPECT_TRUE(read_back(to_json(s)) == s);
+  EXPECT_GT(s.optimizer_steps_run, 0);
+  EXPECT_GT(s.training_flops_per_sample, 0);
+}
+
+TEST(RunSummary, ASummaryJsonWrittenByTrainRoundTripsToTheSameText) {
+  expect_same_text_after_a_round_trip("--limit-train-batches 3 --lr 0.003", "run_summary_count");
+}
+
+TEST(RunSummary, ATwoRankSummaryJsonRoundTripsToTheSameText) {
+  expect_same_text_after_a_round_trip("--devices 2 --limit-train-batches 0.5 --accumulate-grad-batches 2",
+                                      "run_summary_two_ranks");
+}
+
+}  // namespace
+}  // namespace ddp

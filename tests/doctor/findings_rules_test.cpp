@@ -46,6 +46,10 @@ void set_rank_phase(RunRecord& run, int rank, const std::string& phase, double s
   run.summary.phases_per_rank[rank][static_cast<std::size_t>(phase_named(phase))] = seconds;
 }
 
+void set_every_rank_phase(RunRecord& run, const std::string& phase, double seconds) {
+  for (int r = 0; r < run.devices; ++r) set_rank_phase(run, r, phase, seconds);
+}
+
 // A fitted model of this machine's order: 10 GFLOP/s, 10 us and 1 GB/s per ring step.
 ModelParameters synthetic_model() {
   ModelParameters m;
@@ -185,8 +189,7 @@ TEST(FindingsRules, NDevicesAboveTheEfficiencyFloorNeedNoExplaining) {
 
 TEST(FindingsRules, ExtraStartUpOfNDevicesIsFoundWithItsCost) {
   Pair p;
-  set_rank_phase(p.two, 0, "startup", 0.3);
-  set_rank_phase(p.two, 1, "startup", 0.3);
+  set_every_rank_phase(p.two, "startup", 0.3);
   const std::vector<Finding> findings = p.findings();
   const Finding* f = titled(findings, "Starting 2 processes");
   ASSERT_NE(f, nullptr);
@@ -197,8 +200,7 @@ TEST(FindingsRules, ExtraStartUpOfNDevicesIsFoundWithItsCost) {
 
 TEST(FindingsRules, StartUpWithinItsThresholdIsNotFound) {
   Pair p;
-  set_rank_phase(p.two, 0, "startup", 0.14);  // 0.04 s more, 4 % of the run
-  set_rank_phase(p.two, 1, "startup", 0.14);
+  set_every_rank_phase(p.two, "startup", 0.14);  // 0.04 s more, 4 % of the run
   EXPECT_EQ(titled(p.findings(), "Starting"), nullptr);
 }
 
@@ -206,8 +208,7 @@ TEST(FindingsRules, StartUpWithinItsThresholdIsNotFound) {
 
 TEST(FindingsRules, WaitingForGradientsIsFoundWithTheSynchronisationsItCounts) {
   Pair p;
-  set_rank_phase(p.two, 0, "comm_wait", 0.1);
-  set_rank_phase(p.two, 1, "comm_wait", 0.1);
+  set_every_rank_phase(p.two, "comm_wait", 0.1);
   const std::vector<Finding> findings = p.findings();
   const Finding* f = titled(findings, "Waiting for gradients");
   ASSERT_NE(f, nullptr);
@@ -221,8 +222,7 @@ TEST(FindingsRules, WaitingForGradientsIsFoundWithTheSynchronisationsItCounts) {
 
 TEST(FindingsRules, WaitingWithinItsThresholdIsNotFound) {
   Pair p;
-  set_rank_phase(p.two, 0, "comm_wait", 0.02);  // 2 % of the run
-  set_rank_phase(p.two, 1, "comm_wait", 0.02);
+  set_every_rank_phase(p.two, "comm_wait", 0.02);  // 2 % of the run
   EXPECT_EQ(titled(p.findings(), "Waiting for gradients"), nullptr);
 }
 
@@ -307,10 +307,8 @@ TEST(FindingsRules, FixedCostsWithinTheirShareAreNotFound) {
 
 TEST(FindingsRules, FindingsAreRankedByCostLargestFirst) {
   Pair p;
-  set_rank_phase(p.two, 0, "startup", 0.3);  // 0.2 s
-  set_rank_phase(p.two, 1, "startup", 0.3);
-  set_rank_phase(p.two, 0, "comm_wait", 0.35);  // 0.35 s
-  set_rank_phase(p.two, 1, "comm_wait", 0.35);
+  set_every_rank_phase(p.two, "startup", 0.3);  // 0.2 s
+  set_every_rank_phase(p.two, "comm_wait", 0.35);  // 0.35 s
   const std::vector<Finding> findings = p.findings();
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_TRUE(contains(findings[0].title, "Waiting for gradients")) << findings[0].title;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end: the seed workload (--preset seed, 200 epochs) on 1 device and on N devices,
 # run back to back; prints wall time, speedup and each rank's phases from summary.json.
-# Usage: bench/seed_ddp.sh [N=2] [extra ddpscope options...]
+# Usage: [DDPSCOPE_BIN=path/to/ddpscope] bench/seed_ddp.sh [N=2] [extra ddpscope options...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$root/build/release/ddpscope"
+bin="${DDPSCOPE_BIN:-$root/build/release/ddpscope}"  # DDPSCOPE_BIN: another build, e.g. for before/after
 n=${1:-2}
 shift || true
 out=$(mktemp -d)

@@ -12,7 +12,7 @@ packages=(
   protobuf-compiler
   python3-numpy
   chromium fonts-liberation
-  clang-14 libclang-rt-14-dev libomp-14-dev
+  clang-14 libclang-rt-14-dev libomp-14-dev clang-format-14 clang-tidy-14
 )
 
 missing=()

@@ -151,7 +151,8 @@ CsvDataset::CsvDataset(const std::string& path, int64_t input_dim, int64_t outpu
 void CsvDataset::fill(int64_t /*epoch*/, std::span<const int64_t> indices, float* x, float* y) const {
   for (size_t j = 0; j < indices.size(); ++j) {
     const int64_t index = indices[j];
-    DDP_CHECK(index >= 0 && index < rows_, "sample index out of range");
+    DDP_CHECK_GE(index, 0, "sample index out of range");
+    DDP_CHECK_LT(index, rows_, "sample index out of range");
     std::copy_n(&x_[index * input_dim_], input_dim_, &x[j * input_dim_]);
     std::copy_n(&y_[index * output_dim_], output_dim_, &y[j * output_dim_]);
   }

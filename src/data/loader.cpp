@@ -25,7 +25,8 @@ struct Loader::Slot {
 
 Loader::Loader(const Dataset& dataset, int64_t batch_size, int workers)
     : dataset_(dataset), batch_size_(batch_size), workers_(workers) {
-  DDP_CHECK(batch_size > 0 && workers >= 0);
+  DDP_CHECK_GT(batch_size, 0);
+  DDP_CHECK_GE(workers, 0);
   // Two slots per worker: each worker can fill one batch while the consumer reads another.
   // A batch never holds more samples than the dataset has, whatever --batch-size says.
   const int slots = workers == 0 ? 1 : 2 * workers;
@@ -125,7 +126,8 @@ bool Loader::next(Batch& batch) {
     // Slot b % K can only be ready with batch b of this generation: batch b - K was released
     // above or earlier, and ready batches of older generations were dropped by start_epoch.
     ready_cv_.wait(lock, [&] { return slot.state == Slot::State::kReady; });
-    DDP_CHECK(slot.batch == b && slot.generation == generation_, "loader slot out of order");
+    DDP_CHECK_EQ(slot.batch, b, "loader slot out of order");
+    DDP_CHECK_EQ(slot.generation, generation_, "loader slot out of order");
     if (slot.error) {
       // The epoch ends with the error: later next() calls return false.
       error = std::exchange(slot.error, nullptr);

@@ -9,7 +9,7 @@
 namespace ddp {
 
 std::vector<int64_t> epoch_order(int64_t size, bool shuffle, uint64_t seed, int64_t epoch) {
-  DDP_CHECK(size >= 0);
+  DDP_CHECK_GE(size, 0);
   std::vector<int64_t> order(size);
   std::iota(order.begin(), order.end(), 0);
   if (!shuffle) return order;
@@ -25,7 +25,9 @@ std::vector<int64_t> epoch_order(int64_t size, bool shuffle, uint64_t seed, int6
 }
 
 std::vector<int64_t> shard_for_rank(const std::vector<int64_t>& order, int world, int rank) {
-  DDP_CHECK(world > 0 && rank >= 0 && rank < world, "rank outside [0, world)");
+  DDP_CHECK_GT(world, 0);
+  DDP_CHECK_GE(rank, 0, "rank outside [0, world)");
+  DDP_CHECK_LT(rank, world, "rank outside [0, world)");
   // As torch.utils.data.DistributedSampler(drop_last=False): total = ceil(n / W) * W, the
   // padding repeats the order from its start (wrapping again when it is longer than n).
   const int64_t n = static_cast<int64_t>(order.size());

@@ -87,7 +87,10 @@ void TeacherDataset::forward(const float* x, float noise, float* y) const {
 }
 
 void TeacherDataset::fill(int64_t /*epoch*/, std::span<const int64_t> indices, float* x, float* y) const {
-  for (const int64_t index : indices) DDP_CHECK(index >= 0 && index < size_, "sample index out of range");
+  for (const int64_t index : indices) {
+    DDP_CHECK_GE(index, 0, "sample index out of range");
+    DDP_CHECK_LT(index, size_, "sample index out of range");
+  }
   // Inputs to x and the unit noise to y, then y = teacher(x) + kNoise * noise in place.
   normal_rows(key_, kHiSamples, indices, x, input_dim_, y, output_dim_);
   for (size_t j = 0; j < indices.size(); ++j) forward(&x[j * input_dim_], kNoise, &y[j * output_dim_]);

@@ -10,15 +10,15 @@ namespace ddp {
 std::optional<std::string> rank_failure_in(const std::string& line) {
   //   "mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)."
   //   "mpirun has exited due to process rank 1 with PID 0 on" (an exit without MPI_Finalize)
-  static const std::regex signalled(
+  static const std::regex kSignalled(
       R"(process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)( \(([^)]*)\))?)");
-  static const std::regex improper(R"(mpirun has exited due to process rank (\d+) with PID)");
+  static const std::regex kImproper(R"(mpirun has exited due to process rank (\d+) with PID)");
   std::smatch m;
-  if (std::regex_search(line, m, signalled)) {
+  if (std::regex_search(line, m, kSignalled)) {
     return fmt::format("rank {} (on {}) was killed by signal {}{}; mpirun stopped the other ranks", m[1].str(),
                        m[2].str(), m[3].str(), m[5].matched ? " (" + m[5].str() + ")" : "");
   }
-  if (std::regex_search(line, m, improper)) {
+  if (std::regex_search(line, m, kImproper)) {
     return fmt::format("rank {} exited without finishing (no MPI_Finalize); mpirun stopped the other ranks",
                        m[1].str());
   }
@@ -43,14 +43,14 @@ void MpirunOutput::flush() {
 // Open MPI's help messages are blocks between lines of dashes; its daemons and components
 // prefix their logs with "[host:pid]"; a few lines come bare.
 bool MpirunOutput::is_open_mpi_line(const std::string& text) {
-  static const std::regex dashes(R"(^-{20,}\s*$)");
-  static const std::regex bare(
+  static const std::regex kDashes(R"(^-{20,}\s*$)");
+  static const std::regex kBare(
       R"(^(\[[^\]\s]+:\d+\] |mpirun |Primary job +terminated|Read -?\d+, expected \d+, errno = |\[\[\d+,\d+\],\d+\]))");
-  if (std::regex_search(text, dashes)) {
+  if (std::regex_search(text, kDashes)) {
     in_help_block_ = !in_help_block_;
     return true;
   }
-  return in_help_block_ || std::regex_search(text, bare);
+  return in_help_block_ || std::regex_search(text, kBare);
 }
 
 void MpirunOutput::line(const std::string& text) {

@@ -273,13 +273,13 @@ std::string serialize_safetensors(const std::vector<TensorView>& tensors,
   uint64_t offset = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
     const TensorView& tensor = *order[i];
-    DDP_CHECK(tensor.name != "__metadata__", "a tensor may not be named __metadata__");
+    DDP_CHECK_NE(tensor.name, "__metadata__", "a tensor may not be named __metadata__");
     DDP_CHECK(!header.contains(tensor.name), "two tensors with one name");
     DDP_CHECK(std::all_of(tensor.shape.begin(), tensor.shape.end(), [](int64_t d) { return d >= 0; }),
               "negative dimension");
     uint64_t bytes = 0;
-    DDP_CHECK(byte_count(tensor.shape, dtype_size(tensor.dtype), bytes) && bytes == tensor.bytes.size(),
-              "tensor bytes disagree with its shape and dtype");
+    DDP_CHECK(byte_count(tensor.shape, dtype_size(tensor.dtype), bytes), "tensor shape overflows 64 bits");
+    DDP_CHECK_EQ(bytes, tensor.bytes.size(), "tensor bytes disagree with its shape and dtype");
     header[tensor.name] = {{"dtype", std::string(dtype_name(tensor.dtype))},
                            {"shape", tensor.shape},
                            {"data_offsets", {offset, offset + bytes}}};

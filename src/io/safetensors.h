@@ -5,6 +5,10 @@
 // bytes, contiguous and covering the rest of the file. Writing lays a file out byte for
 // byte as the reference implementation does; reading refuses anything the reference
 // would refuse, and more, with a DataError (exit 3) naming the file and the reason.
+// Hand-written because the format's only implementation is Rust (with Python bindings): the
+// format is small, the reader checks every offset before it trusts one, a checkpoint's errors
+// must name the file and the tensor, and the reader is fuzzed (fuzz/safetensors_fuzz.cpp) and
+// checked against an independent numpy reader and writer (tests/io).
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -57,15 +61,19 @@ struct TensorView {
   std::span<const std::byte> bytes;
 
   template <class T>
-  TensorView(std::string name_, std::vector<int64_t> shape_, std::span<const T> values)
-      : name(std::move(name_)), dtype(dtype_of<T>()), shape(std::move(shape_)), bytes(std::as_bytes(values)) {}
+  TensorView(std::string tensor_name, std::vector<int64_t> tensor_shape, std::span<const T> values)
+      : name(std::move(tensor_name)),
+        dtype(dtype_of<T>()),
+        shape(std::move(tensor_shape)),
+        bytes(std::as_bytes(values)) {}
   template <class T>
-  TensorView(std::string name_, std::vector<int64_t> shape_, const std::vector<T>& values)
-      : TensorView(std::move(name_), std::move(shape_), std::span<const T>(values)) {}
+  TensorView(std::string tensor_name, std::vector<int64_t> tensor_shape, const std::vector<T>& values)
+      : TensorView(std::move(tensor_name), std::move(tensor_shape), std::span<const T>(values)) {}
   template <class T>
   TensorView(std::string, std::vector<int64_t>, std::vector<T>&&) = delete;  // would dangle
-  TensorView(std::string name_, Dtype dtype_, std::vector<int64_t> shape_, std::span<const std::byte> bytes_)
-      : name(std::move(name_)), dtype(dtype_), shape(std::move(shape_)), bytes(bytes_) {}
+  TensorView(std::string tensor_name, Dtype tensor_dtype, std::vector<int64_t> tensor_shape,
+             std::span<const std::byte> tensor_bytes)
+      : name(std::move(tensor_name)), dtype(tensor_dtype), shape(std::move(tensor_shape)), bytes(tensor_bytes) {}
 };
 
 // A tensor read from a file, with its own copy of the bytes.
@@ -80,7 +88,7 @@ struct Tensor {
   // mismatch in their own words, e.g. "layers.0.weight is F64, the model needs F32").
   template <class T>
   std::vector<T> values() const {
-    DDP_CHECK(dtype == dtype_of<T>(), "Tensor::values<T> called with the wrong type");
+    DDP_CHECK_EQ(dtype, dtype_of<T>(), "Tensor::values<T> called with the wrong type");
     std::vector<T> out(bytes.size() / sizeof(T));
     if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
     return out;

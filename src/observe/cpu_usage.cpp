@@ -142,8 +142,8 @@ std::optional<double> read_process_cpu_seconds_proc(std::string& buffer) {
   if (!read_text_file("/proc/self/stat", buffer)) return std::nullopt;
   const std::optional<uint64_t> ticks = parse_proc_pid_stat_ticks(buffer);
   if (!ticks) return std::nullopt;
-  static const long ticks_per_second = sysconf(_SC_CLK_TCK);
-  return static_cast<double>(*ticks) / static_cast<double>(ticks_per_second > 0 ? ticks_per_second : 100);
+  static const long kTicksPerSecond = sysconf(_SC_CLK_TCK);
+  return static_cast<double>(*ticks) / static_cast<double>(kTicksPerSecond > 0 ? kTicksPerSecond : 100);
 }
 
 double process_cpu_seconds() {

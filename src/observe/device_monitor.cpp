@@ -46,7 +46,9 @@ NvmlSession open_gpu(const MonitorOptions& options) {
 }  // namespace
 
 DeviceMonitor::DeviceMonitor(MonitorOptions options) : options_(std::move(options)) {
-  DDP_CHECK(options_.interval_ms >= 0 && options_.device_index >= 0 && options_.max_samples > 0);
+  DDP_CHECK_GE(options_.interval_ms, 0);
+  DDP_CHECK_GE(options_.device_index, 0);
+  DDP_CHECK_GT(options_.max_samples, 0u);
 }
 
 DeviceMonitor::~DeviceMonitor() { stop(); }
@@ -160,7 +162,8 @@ void DeviceMonitor::run() {
 
 PerStepProbe::PerStepProbe(MonitorOptions options)
     : options_(std::move(options)), cores_(affinity_cores()), started_(Clock::now()) {
-  DDP_CHECK(options_.device_index >= 0 && options_.max_samples > 0);
+  DDP_CHECK_GE(options_.device_index, 0);
+  DDP_CHECK_GT(options_.max_samples, 0u);
   buffer_.reserve(16384);
   ring_.reset(options_.max_samples);
   base_jiffies_ = read_core_jiffies(cores_, buffer_);

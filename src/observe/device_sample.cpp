@@ -5,7 +5,7 @@
 namespace ddp {
 
 void SampleRing::reset(std::size_t capacity) {
-  DDP_CHECK(capacity > 0);
+  DDP_CHECK_GT(capacity, 0u);
   slots_.clear();
   slots_.reserve(capacity);
   capacity_ = capacity;
@@ -13,7 +13,7 @@ void SampleRing::reset(std::size_t capacity) {
 }
 
 void SampleRing::push(const DeviceSample& sample) {
-  DDP_CHECK(capacity_ > 0);
+  DDP_CHECK_GT(capacity_, 0u);
   if (slots_.size() < capacity_) {
     slots_.push_back(sample);
   } else {

@@ -14,7 +14,7 @@ constexpr const char* kThreadNames[] = {"compute", "comm", "loader", "monitor"};
 
 std::string span_name(uint16_t name) {
   if (name == kAllreduceSpan) return "allreduce";
-  DDP_CHECK(name < kPhaseCount, "unknown span name");
+  DDP_CHECK_LT(name, kPhaseCount, "unknown span name");
   return std::string(kPhaseNames[name]);
 }
 
@@ -51,9 +51,9 @@ std::vector<std::byte> serialize_rank_trace(const RankTrace& t) {
 
 RankTrace deserialize_rank_trace(const std::vector<std::byte>& bytes) {
   Header h{};
-  DDP_CHECK(bytes.size() >= sizeof(h));
+  DDP_CHECK_GE(bytes.size(), sizeof(h));
   const std::byte* in = take(bytes.data(), &h, 1);
-  DDP_CHECK(bytes.size() == sizeof(h) + h.spans * sizeof(Span) + h.points * sizeof(UtilizationPoint) + h.host_bytes);
+  DDP_CHECK_EQ(bytes.size(), sizeof(h) + h.spans * sizeof(Span) + h.points * sizeof(UtilizationPoint) + h.host_bytes);
   RankTrace t;
   t.rank = h.rank;
   t.clock_offset_ns = h.clock_offset_ns;

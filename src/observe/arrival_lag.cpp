@@ -49,8 +49,8 @@ ArrivalLags arrival_lags(std::span<const std::vector<int64_t>> arrival_ns) {
 std::optional<Straggler> find_straggler(const ArrivalLags& lags, int64_t steps) {
   DDP_CHECK(steps > 0, "collectives over no step");
   if (lags.ranks.size() < 2) return std::nullopt;
-  const auto most = std::max_element(lags.ranks.begin(), lags.ranks.end(),
-                                     [](const RankArrival& a, const RankArrival& b) { return a.times_last < b.times_last; });
+  const auto fewer_times_last = [](const RankArrival& a, const RankArrival& b) { return a.times_last < b.times_last; };
+  const auto most = std::max_element(lags.ranks.begin(), lags.ranks.end(), fewer_times_last);
   const int64_t collectives = static_cast<int64_t>(lags.last_rank.size());
   if (2 * most->times_last <= collectives) return std::nullopt;
 

@@ -126,7 +126,8 @@ std::optional<SchedSnapshot> take_sched_snapshot(int tid) {
   // The calling thread's cores: a rank's threads share the binding mpirun gave it.
   const std::vector<int> cores = affinity_cores();
   if (read_text_file("/proc/stat", buffer)) {
-    if (const std::optional<uint64_t> steal = parse_steal_ticks(buffer, cores)) snapshot.steal_seconds = ticks_to_seconds(*steal);
+    const std::optional<uint64_t> steal = parse_steal_ticks(buffer, cores);
+    if (steal) snapshot.steal_seconds = ticks_to_seconds(*steal);
   }
   return snapshot;
 }

@@ -52,7 +52,10 @@ TEST(ArrivalLagTest, ARankAlways2msLateIsNamedWithItsCost) {
 
 TEST(ArrivalLagTest, JitterDoesNotHideAConsistentStraggler) {
   // Ranks arrive within 0..0.3 ms of each other by a fixed pattern; rank 2 adds 2 ms.
-  const auto a = arrivals(3, [](int r, int64_t c) { return ((r * 7 + c * 3) % 4) * kMs / 10 + (r == 2 ? 2 * kMs : 0); });
+  const auto a = arrivals(3, [](int r, int64_t c) {
+    const int64_t jitter = (r * 7 + c * 3) % 4 * kMs / 10;
+    return jitter + (r == 2 ? 2 * kMs : 0);
+  });
   const auto straggler = find_straggler(arrival_lags(a), kSteps);
   ASSERT_TRUE(straggler.has_value());
   EXPECT_EQ(straggler->rank, 2);

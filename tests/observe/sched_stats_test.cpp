@@ -26,13 +26,10 @@ TEST(ParseSchedstatTest, ReadsRunWaitAndTimeslices) {
 }
 
 TEST(ParseSchedstatTest, RejectsMalformedText) {
-  EXPECT_FALSE(parse_schedstat("").has_value());
-  EXPECT_FALSE(parse_schedstat("\n1 2 3\n").has_value());  // only the first line counts
-  EXPECT_FALSE(parse_schedstat("1 2\n").has_value());
-  EXPECT_FALSE(parse_schedstat("1 2 3 4\n").has_value());
-  EXPECT_FALSE(parse_schedstat("1 -2 3\n").has_value());
-  EXPECT_FALSE(parse_schedstat("1 2x 3\n").has_value());
-  EXPECT_FALSE(parse_schedstat("1 2 99999999999999999999999\n").has_value());
+  for (const std::string_view text : {"", "\n1 2 3\n" /* only the first line counts */, "1 2\n", "1 2 3 4\n",
+                                      "1 -2 3\n", "1 2x 3\n", "1 2 99999999999999999999999\n"}) {
+    EXPECT_FALSE(parse_schedstat(text).has_value()) << text;
+  }
 }
 
 // Shaped like a real /proc/<pid>/task/<tid>/status, cut down.
@@ -51,12 +48,12 @@ TEST(ParseCtxtSwitchesTest, ReadsBothCounters) {
 }
 
 TEST(ParseCtxtSwitchesTest, RejectsMissingOrMalformedCounters) {
-  EXPECT_FALSE(parse_ctxt_switches("").has_value());
-  EXPECT_FALSE(parse_ctxt_switches("Name:\tx\nvoluntary_ctxt_switches:\t1\n").has_value());
-  EXPECT_FALSE(parse_ctxt_switches("nonvoluntary_ctxt_switches:\t1\n").has_value());
-  EXPECT_FALSE(parse_ctxt_switches("voluntary_ctxt_switches:\t\nnonvoluntary_ctxt_switches:\t1\n").has_value());
-  EXPECT_FALSE(parse_ctxt_switches("voluntary_ctxt_switches:\t1 2\nnonvoluntary_ctxt_switches:\t1\n").has_value());
-  EXPECT_FALSE(parse_ctxt_switches("voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\tmany").has_value());
+  for (const std::string_view text : {"", "Name:\tx\nvoluntary_ctxt_switches:\t1\n", "nonvoluntary_ctxt_switches:\t1\n",
+                                      "voluntary_ctxt_switches:\t\nnonvoluntary_ctxt_switches:\t1\n",
+                                      "voluntary_ctxt_switches:\t1 2\nnonvoluntary_ctxt_switches:\t1\n",
+                                      "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\tmany"}) {
+    EXPECT_FALSE(parse_ctxt_switches(text).has_value()) << text;
+  }
 }
 
 // user nice system idle iowait irq softirq steal guest guest_nice
@@ -87,13 +84,11 @@ TEST(ParseStealTicksTest, RejectsMissingCoresAndMalformedLines) {
   const std::vector<int> core0{0}, core7{7}, none{};
   EXPECT_FALSE(parse_steal_ticks(kProcStat, core7).has_value());
   EXPECT_FALSE(parse_steal_ticks(kProcStat, none).has_value());
-  EXPECT_FALSE(parse_steal_ticks("", core0).has_value());
-  EXPECT_FALSE(parse_steal_ticks("cpu 1 2 3 4 5 6 7 8\n", core0).has_value());  // the aggregate is not core 0
-  EXPECT_FALSE(parse_steal_ticks("cpu0", core0).has_value());
-  EXPECT_FALSE(parse_steal_ticks("cpu0x 1 2 3 4 5 6 7 8\n", core0).has_value());
-  EXPECT_FALSE(parse_steal_ticks("cpu0 10 20 30\n", core0).has_value());
-  EXPECT_FALSE(parse_steal_ticks("cpu0 10 20 30 40 50 60 70 -8\n", core0).has_value());
-  EXPECT_FALSE(parse_steal_ticks("cpu0 10 20 30 40 50 60 70 8z\n", core0).has_value());
+  for (const std::string_view text : {"", "cpu 1 2 3 4 5 6 7 8\n" /* the aggregate is not core 0 */, "cpu0",
+                                      "cpu0x 1 2 3 4 5 6 7 8\n", "cpu0 10 20 30\n", "cpu0 10 20 30 40 50 60 70 -8\n",
+                                      "cpu0 10 20 30 40 50 60 70 8z\n"}) {
+    EXPECT_FALSE(parse_steal_ticks(text, core0).has_value()) << text;
+  }
 }
 
 SchedSnapshot snapshot(uint64_t run_ns, uint64_t wait_ns, uint64_t voluntary, uint64_t involuntary,

@@ -51,7 +51,10 @@ std::string check_value(const T& value) {
   } else if constexpr (std::is_arithmetic_v<T>) {
     return std::to_string(value);
   } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
-    return "\"" + std::string(std::string_view(value)) + "\"";
+    std::string quoted = "\"";
+    quoted.append(std::string_view(value));
+    quoted.push_back('"');
+    return quoted;
   } else {
     return "(not printable)";
   }

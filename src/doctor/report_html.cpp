@@ -99,8 +99,7 @@ std::string verdict_html(const ReportView& view) {
 std::string config_table(const std::vector<std::pair<std::string, std::string>>& config) {
   if (config.empty()) return "<p class=\"muted\">No configuration recorded.</p>";
   std::string out = "<dl class=\"config\">";
-  for (const auto& [key, value] : config)
-    out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", esc(key), esc(value));
+  for (const auto& [key, value] : config) out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", esc(key), esc(value));
   return out + "</dl>";
 }
 
@@ -359,7 +358,8 @@ std::string why_no_utilization(const std::vector<ReportRun>& runs) {
     all_off = all_off && interval == 0;
   }
   if (!any_config) return "No run completed, so no utilization was measured.";
-  if (all_off) return "<code>--monitor-interval-ms 0</code>: no utilization measured (the monitor was off in every run).";
+  if (all_off)
+    return "<code>--monitor-interval-ms 0</code>: no utilization measured (the monitor was off in every run).";
   return "No run here carries utilization samples: the monitor was on, but it could not read the cores' counters "
          "(/proc/stat) or the runs ended before they moved; each run's warnings say which.";
 }
@@ -504,9 +504,10 @@ std::string predictions_section(const ReportView& view, int number) {
       "</tr></thead><tbody>";
   for (const PredictionView& p : predictions) {
     // A measured run is named by its label, which says what its ablation changed.
-    out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-                       esc(p.label), format_count(p.devices), esc(p.interconnect), format_count(p.batch_size),
-                       format_count(p.hidden_size));
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+        esc(p.label), format_count(p.devices), esc(p.interconnect), format_count(p.batch_size),
+        format_count(p.hidden_size));
     if (with_layers) out += fmt::format("<td class=\"num\">{}</td>", format_count(p.hidden_layers));
     out += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td></tr>",
                        seconds_text(p.predicted_wall_seconds), seconds_text(p.measured_wall_seconds),
@@ -543,8 +544,8 @@ std::string render_report_html(const ReportView& view) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
       "script-src 'unsafe-inline'; img-src data:\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  out += fmt::format("<title>ddpscope {} report: {}</title><style>\n{}</style></head><body><main>", kind,
-                     esc(question), report_css());
+  out += fmt::format("<title>ddpscope {} report: {}</title><style>\n{}</style></head><body><main>", kind, esc(question),
+                     report_css());
   out += fmt::format("<header><p class=\"kicker\">ddpscope {} report · {} · version {}</p><h1>{}</h1>", kind,
                      esc(view.schema), esc(view.version), esc(question));
   if (view.seed_preset) {

@@ -209,8 +209,8 @@ AblationRow ablation_of(const Json& a) {
   row.error = text_of(a, "error");
   row.wall_seconds = number_of(a, "wall_seconds");
   row.baseline_wall_seconds = number_of(a, "baseline_wall_seconds");
-  row.change = row.baseline_wall_seconds > 0 ? (row.wall_seconds - row.baseline_wall_seconds) / row.baseline_wall_seconds
-                                             : kNaN;
+  row.change =
+      row.baseline_wall_seconds > 0 ? (row.wall_seconds - row.baseline_wall_seconds) / row.baseline_wall_seconds : kNaN;
   row.epochs_run = number_of(a, "epochs_run");
   row.extrapolated = member(a, "extrapolated").is_boolean() && member(a, "extrapolated").get<bool>();
   row.cost_seconds_per_step = number_of(a, "cost_seconds_per_step");
@@ -218,30 +218,34 @@ AblationRow ablation_of(const Json& a) {
 }
 
 FindingView finding_of(const Json& f) {
-  return {text_of(f, "title"),  number_of(f, "cost_seconds"), number_of(f, "share_of_wall"),
-          text_of(f, "detail"), text_of(f, "fix"),             strings_in(array_of(f, "evidence"))};
+  return {.title = text_of(f, "title"),
+          .cost_seconds = number_of(f, "cost_seconds"),
+          .share_of_wall = number_of(f, "share_of_wall"),
+          .detail = text_of(f, "detail"),
+          .fix = text_of(f, "fix"),
+          .evidence = strings_in(array_of(f, "evidence"))};
 }
 
 std::vector<ModelValue> model_of(const Json& model) {
   std::vector<ModelValue> out;
   if (!model.is_object()) return out;
   for (const auto& [key, value] : model.items()) {
-    if (value.is_number()) out.push_back({key, value.get<double>(), ""});
-    else out.push_back({key, std::nullopt, value_text(value)});
+    out.push_back(value.is_number() ? ModelValue{key, value.get<double>(), ""}
+                                    : ModelValue{key, std::nullopt, value_text(value)});
   }
   return out;
 }
 
 PredictionView prediction_of(const Json& p) {
-  return {value_text(member(p, "label")),
-          value_text(member(p, "interconnect")),
-          number_of(p, "devices"),
-          number_of(p, "batch_size"),
-          number_of(p, "hidden_size"),
-          number_of(p, "hidden_layers"),
-          number_of(p, "predicted_wall_seconds"),
-          number_of(p, "measured_wall_seconds"),
-          number_of(p, "error")};
+  return {.label = value_text(member(p, "label")),
+          .interconnect = value_text(member(p, "interconnect")),
+          .devices = number_of(p, "devices"),
+          .batch_size = number_of(p, "batch_size"),
+          .hidden_size = number_of(p, "hidden_size"),
+          .hidden_layers = number_of(p, "hidden_layers"),
+          .predicted_wall_seconds = number_of(p, "predicted_wall_seconds"),
+          .measured_wall_seconds = number_of(p, "measured_wall_seconds"),
+          .error = number_of(p, "error")};
 }
 
 }  // namespace

@@ -99,11 +99,11 @@ struct ReportView {
   std::string version;  // the ddpscope that wrote the document
   bool seed_preset = false;
   std::optional<HeadlineSpeedup> headline;
-  std::vector<std::string> notes;  // the doctor's, after one of our own when fewer devices ran
+  std::vector<std::string> notes;                           // the doctor's, after one of our own when fewer devices ran
   std::vector<std::pair<std::string, std::string>> config;  // option, value as typed; the document's order
   std::vector<ReportRun> runs;
-  ReportPoints measured_speedups;  // (devices, speedup) of the runs, by devices
-  std::vector<SpeedupCurve> predicted_speedups;  // in the order the predictions name them
+  ReportPoints measured_speedups;                     // (devices, speedup) of the runs, by devices
+  std::vector<SpeedupCurve> predicted_speedups;       // in the order the predictions name them
   std::optional<std::vector<AblationRow>> ablations;  // absent in compare.json
   std::optional<std::vector<FindingView>> findings;   // absent in compare.json
   std::vector<ModelValue> model;

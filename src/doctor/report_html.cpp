@@ -15,8 +15,7 @@
 namespace ddp {
 namespace {
 
-using Json = nlohmann::ordered_json;
-using Points = std::vector<std::pair<double, double>>;
+using Points = ReportPoints;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Predictions further off than this are flagged; the doctor's accuracy goal (issue 5).
@@ -35,93 +34,13 @@ constexpr const char* kMeasuredColor = "#1f4e79";
 constexpr const char* kPredictedColor = "#d9822b";
 constexpr const char* kIdealColor = "#9aa3ad";
 
-const Json& null_json() {
-  static const Json kNull;
-  return kNull;
-}
-
-const Json& member(const Json& j, const char* key) {
-  if (!j.is_object()) return null_json();
-  const auto it = j.find(key);
-  return it == j.end() ? null_json() : *it;
-}
-
-const Json& array_of(const Json& j, const char* key) {
-  static const Json kEmpty = Json::array();
-  const Json& v = member(j, key);
-  return v.is_array() ? v : kEmpty;
-}
-
-double number_of(const Json& j, const char* key) {
-  const Json& v = member(j, key);
-  return v.is_number() ? v.get<double>() : kNaN;
-}
-
-std::string text_of(const Json& j, const char* key) {
-  const Json& v = member(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
 std::string esc(std::string_view text) { return html_escape(text); }
-
-// A config or model value as a user would type it.
-std::string value_text(const Json& v) {
-  if (v.is_string()) return v.get_ref<const std::string&>().empty() ? "—" : v.get<std::string>();
-  if (v.is_null()) return "—";
-  return v.dump();
-}
 
 std::string seconds_text(double seconds) { return std::isfinite(seconds) ? format_number(seconds) + " s" : "—"; }
 
 std::string percent_text(double share, bool sign = false) {
   if (!std::isfinite(share)) return "—";
   return sign ? fmt::format("{:+.1f} %", 100 * share) : fmt::format("{:.1f} %", 100 * share);
-}
-
-int as_int(double v) { return std::isfinite(v) ? static_cast<int>(std::lround(v)) : 0; }
-
-struct Run {
-  std::string label;
-  int devices = 0;
-  double wall = kNaN;
-  const Json* json = nullptr;
-};
-
-std::vector<Run> runs_of(const Json& doc) {
-  std::vector<Run> runs;
-  for (const Json& r : array_of(doc, "runs")) {
-    const Json& summary = member(r, "summary");
-    Run run;
-    run.json = &r;
-    run.devices =
-        as_int(std::isfinite(number_of(r, "devices")) ? number_of(r, "devices") : number_of(summary, "world_size"));
-    run.label = text_of(r, "label");
-    if (run.label.empty()) run.label = fmt::format("devices={}", run.devices);
-    run.wall = number_of(summary, "wall_seconds");
-    runs.push_back(run);
-  }
-  return runs;
-}
-
-const Run* run_with_devices(const std::vector<Run>& runs, int devices) {
-  for (const Run& r : runs)
-    if (r.devices == devices && std::isfinite(r.wall)) return &r;
-  return nullptr;
-}
-
-// The doctor's own speedup where it wrote one, else wall(1 device) / wall(N) from the runs.
-double speedup_of(const Json& doc, const std::vector<Run>& runs, const Run& run) {
-  const double stated = number_of(member(doc, "speedup"), std::to_string(run.devices).c_str());
-  if (std::isfinite(stated)) return stated;
-  const Run* one = run_with_devices(runs, 1);
-  return one && run.wall > 0 ? one->wall / run.wall : kNaN;
-}
-
-const Run* largest_run(const std::vector<Run>& runs) {
-  const Run* best = nullptr;
-  for (const Run& r : runs)
-    if (!best || r.devices > best->devices) best = &r;
-  return best;
 }
 
 std::string legend_item(std::string_view color, std::string_view label, std::string_view line_style = "") {
@@ -145,157 +64,94 @@ std::string section_start(const char* id, int number, std::string_view title, st
   return out;
 }
 
-std::string question_of(const Json& doc, const std::vector<Run>& runs) {
-  const Run* largest = largest_run(runs);
-  if (!largest || largest->devices <= 1 || !run_with_devices(runs, 1)) {
-    return "How fast does this configuration train, and where does the time go?";
-  }
-  const double speedup = speedup_of(doc, runs, *largest);
-  const int n = largest->devices;
+std::string question_of(const ReportView& view) {
+  if (!view.headline) return "How fast does this configuration train, and where does the time go?";
+  const double speedup = view.headline->speedup;
+  const int n = view.headline->devices;
   if (!(speedup >= 1)) return fmt::format("Why are {} devices slower than one?", n);
   if (speedup < 0.9 * n) return fmt::format("Why are {} devices only {}× faster than one?", n, format_number(speedup));
   return fmt::format("Why are {} devices faster than one?", n);
 }
 
-std::string verdict_html(const Json& doc, const std::vector<Run>& runs) {
+std::string verdict_html(const ReportView& view) {
   std::string out = "<div class=\"verdict\"><p>";
-  const Run* one = run_with_devices(runs, 1);
-  const Run* largest = largest_run(runs);
   std::vector<std::string> walls;
-  for (const Run& r : runs) walls.push_back(fmt::format("{}: <strong>{}</strong>", esc(r.label), seconds_text(r.wall)));
+  for (const ReportRun& r : view.runs)
+    walls.push_back(fmt::format("{}: <strong>{}</strong>", esc(r.label), seconds_text(r.wall_seconds)));
   out += walls.empty() ? std::string("No runs were recorded.")
                        : "Measured wall time — " + fmt::format("{}", fmt::join(walls, " · "));
   out += "</p>";
-  if (one && largest && largest->devices > 1) {
-    const double speedup = speedup_of(doc, runs, *largest);
+  if (const auto& headline = view.headline) {
     out += fmt::format("<p>Speedup at {} devices: <strong>{}×</strong> (ideal {}×, parallel efficiency {}).</p>",
-                       largest->devices, format_number(speedup), largest->devices,
-                       percent_text(speedup / largest->devices));
+                       headline->devices, format_number(headline->speedup), headline->devices,
+                       percent_text(headline->speedup / headline->devices));
   }
-  const Json& findings = array_of(doc, "findings");
-  if (!findings.empty()) {
-    const Json& top = findings[0];
+  if (view.findings && !view.findings->empty()) {
+    const FindingView& top = view.findings->front();
     out += fmt::format("<p>Largest measured cost: <a href=\"#finding-1\">{}</a> ({}, {} of wall time).</p>",
-                       esc(text_of(top, "title")), seconds_text(number_of(top, "cost_seconds")),
-                       percent_text(number_of(top, "share_of_wall")));
+                       esc(top.title), seconds_text(top.cost_seconds), percent_text(top.share_of_wall));
   }
   return out + "</div>";
 }
 
 // A grid of key/value cells rather than a table: it reflows from three columns on a screen
 // to two or one on paper or a phone without wrapping the option names.
-std::string config_table(const Json& config) {
-  if (!config.is_object() || config.empty()) return "<p class=\"muted\">No configuration recorded.</p>";
+std::string config_table(const std::vector<std::pair<std::string, std::string>>& config) {
+  if (config.empty()) return "<p class=\"muted\">No configuration recorded.</p>";
   std::string out = "<dl class=\"config\">";
-  for (const auto& [key, value] : config.items())
-    out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", esc(key), esc(value_text(value)));
+  for (const auto& [key, value] : config) out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", esc(key), esc(value));
   return out + "</dl>";
 }
 
-std::string runs_table(const Json& doc, const std::vector<Run>& runs) {
+std::string runs_table(const std::vector<ReportRun>& runs) {
   std::string out =
       "<table class=\"runs\"><thead><tr><th>run</th><th class=\"num\">devices</th><th class=\"num\">wall</th>"
       "<th class=\"num\">samples/s</th><th class=\"num\">optimizer steps</th><th class=\"num\">speedup</th>"
       "<th class=\"num\">efficiency</th></tr></thead><tbody>";
-  for (const Run& r : runs) {
-    const Json& summary = member(*r.json, "summary");
-    const double speedup = speedup_of(doc, runs, r);
+  for (const ReportRun& r : runs) {
     out += fmt::format(
         "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-        esc(r.label), r.devices, seconds_text(r.wall),
-        format_count(std::round(number_of(summary, "samples_per_second"))),
-        format_count(number_of(summary, "optimizer_steps")),
-        std::isfinite(speedup) ? format_number(speedup) + "×" : "—",
-        r.devices > 0 ? percent_text(speedup / r.devices) : "—");
+        esc(r.label), r.devices, seconds_text(r.wall_seconds), format_count(std::round(r.samples_per_second)),
+        format_count(r.optimizer_steps), std::isfinite(r.speedup) ? format_number(r.speedup) + "×" : "—",
+        r.devices > 0 ? percent_text(r.speedup / r.devices) : "—");
   }
   return out + "</tbody></table>";
 }
 
-std::string setup_section(const Json& doc, const std::vector<Run>& runs, int number) {
+std::string setup_section(const ReportView& view, int number) {
   std::string out = section_start("setup", number, "Configuration and what was run", "");
-  const Json& notes = array_of(doc, "notes");
-  const double asked = number_of(member(doc, "config"), "devices");
-  const Run* largest = largest_run(runs);
-  const bool fewer = std::isfinite(asked) && largest && largest->devices < as_int(asked);
-  if (!notes.empty() || fewer) {
+  if (!view.notes.empty()) {
     out += "<ul class=\"notes\">";
-    if (fewer) {
-      out += fmt::format("<li>The configuration asks for {} devices; the largest run used {}.</li>", as_int(asked),
-                         largest->devices);
-    }
-    for (const Json& note : notes)
-      if (note.is_string()) out += fmt::format("<li>{}</li>", esc(note.get<std::string>()));
+    for (const std::string& note : view.notes) out += fmt::format("<li>{}</li>", esc(note));
     out += "</ul>";
   }
-  out += "<h3>Runs</h3>" + runs_table(doc, runs);
-  out += "<h3>Configuration</h3>" + config_table(member(doc, "config"));
+  out += "<h3>Runs</h3>" + runs_table(view.runs);
+  out += "<h3>Configuration</h3>" + config_table(view.config);
   return out + "</section>";
 }
 
-struct SpeedupSeries {
-  std::string name;
-  const char* color;
-  Points points;  // (devices, speedup)
-};
-
-// Predicted speedups at the configuration's own batch and width, one series per interconnect,
-// relative to the model's 1-device time (communication-free, so the same for every interconnect).
-std::vector<SpeedupSeries> predicted_speedups(const Json& doc, const std::vector<Run>& runs) {
-  const Json& predictions = array_of(doc, "predictions");
-  if (predictions.empty()) return {};
-  double batch = number_of(member(doc, "config"), "batch_size");
-  double width = number_of(member(doc, "config"), "hidden_size");
-  if (!std::isfinite(batch)) batch = number_of(predictions[0], "batch_size");
-  if (!std::isfinite(width)) width = number_of(predictions[0], "hidden_size");
-  double layers = number_of(member(doc, "config"), "hidden_layers");
-  if (!std::isfinite(layers)) layers = number_of(predictions[0], "hidden_layers");
-  const auto same = [](double value, double wanted) { return !std::isfinite(value) || value == wanted; };
-  // An ablation can keep the shape (monitor-background, no-overlap): only baseline rows are the curve.
-  const auto same_shape = [&](const Json& p) {
-    return same(number_of(p, "batch_size"), batch) && same(number_of(p, "hidden_size"), width) &&
-           same(number_of(p, "hidden_layers"), layers) && text_of(p, "ablation").empty();
-  };
-  double base = kNaN;
-  for (const Json& p : predictions)
-    if (same_shape(p) && as_int(number_of(p, "devices")) == 1 && text_of(p, "interconnect") == "measured")
-      base = number_of(p, "predicted_wall_seconds");
-  if (!std::isfinite(base))
-    if (const Run* one = run_with_devices(runs, 1)) base = one->wall;
-  if (!(base > 0)) return {};
-
-  std::vector<SpeedupSeries> series;
-  for (const Json& p : predictions) {
-    const double devices = number_of(p, "devices"), wall = number_of(p, "predicted_wall_seconds");
-    if (!same_shape(p) || !(devices >= 1) || !(wall > 0)) continue;
-    const std::string name = text_of(p, "interconnect").empty() ? "model" : text_of(p, "interconnect");
-    auto it = std::find_if(series.begin(), series.end(), [&](const SpeedupSeries& s) { return s.name == name; });
-    if (it == series.end()) {
-      const char* color =
-          name == "measured" ? kPredictedColor : kInterconnectColors[series.size() % kInterconnectColors.size()];
-      it = series.insert(series.end(), SpeedupSeries{name, color, {}});
-    }
-    const double stated = number_of(p, "predicted_speedup");
-    it->points.emplace_back(devices, stated > 0 ? stated : base / wall);
-  }
-  for (SpeedupSeries& s : series) {
-    // Every interconnect shares the 1-device time, so lines start together at the baseline.
-    if (std::none_of(s.points.begin(), s.points.end(), [](const auto& p) { return p.first == 1; }))
-      s.points.emplace_back(1.0, 1.0);
-    std::sort(s.points.begin(), s.points.end());
-  }
-  std::stable_partition(series.begin(), series.end(), [](const SpeedupSeries& s) { return s.name == "measured"; });
-  return series;
+// The curve's colour: this machine's link in the predicted colour, the presets in palette order.
+std::vector<const char*> curve_colors(const std::vector<SpeedupCurve>& curves) {
+  std::vector<const char*> colors;
+  for (const SpeedupCurve& c : curves)
+    colors.push_back(c.interconnect == "measured" ? kPredictedColor
+                                                  : kInterconnectColors[colors.size() % kInterconnectColors.size()]);
+  return colors;
 }
 
-std::string speedup_section(const Json& doc, const std::vector<Run>& runs, int number) {
-  Points measured;
-  for (const Run& r : runs) {
-    const double s = speedup_of(doc, runs, r);
-    if (r.devices >= 1 && s > 0) measured.emplace_back(r.devices, s);
-  }
-  std::sort(measured.begin(), measured.end());
-  const std::vector<SpeedupSeries> predicted = predicted_speedups(doc, runs);
+std::string speedup_section(const ReportView& view, int number) {
+  const Points& measured = view.measured_speedups;
+  struct Curve {
+    const SpeedupCurve* curve;
+    const char* color;
+  };
+  std::vector<Curve> predicted;
+  const std::vector<const char*> colors = curve_colors(view.predicted_speedups);
+  for (std::size_t i = 0; i < colors.size(); ++i) predicted.push_back({&view.predicted_speedups[i], colors[i]});
+  // The measured link's curve is drawn first, under the presets.
+  std::stable_partition(predicted.begin(), predicted.end(),
+                        [](const Curve& c) { return c.curve->interconnect == "measured"; });
 
   double max_devices = 2, min_speedup = 1, max_speedup = 1;
   const auto include = [&](const Points& points) {
@@ -306,7 +162,7 @@ std::string speedup_section(const Json& doc, const std::vector<Run>& runs, int n
     }
   };
   include(measured);
-  for (const SpeedupSeries& s : predicted) include(s.points);
+  for (const Curve& c : predicted) include(c.curve->points);
   max_speedup = std::max(max_speedup, max_devices);  // the ideal line's end
 
   // Up to 16 devices a linear axis reads best; beyond, log2 on both axes keeps 1 and 2 apart
@@ -350,20 +206,21 @@ std::string speedup_section(const Json& doc, const std::vector<Run>& runs, int n
       "<polyline class=\"ideal\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" "
       "stroke-dasharray=\"1 4\" stroke-linecap=\"round\"/>",
       svg_points(to_pixels({{x->lo(), x->lo()}, {x->hi(), x->hi()}})), kIdealColor);
-  for (const SpeedupSeries& s : predicted) {
-    const bool main = s.name == "measured";
-    const std::string label = main ? "predicted (measured interconnect)" : "predicted: " + s.name;
-    legend += legend_item(s.color, label, main ? "dashed" : "thin");
+  for (const auto& [curve, color] : predicted) {
+    const std::string& name = curve->interconnect;
+    const bool main = name == "measured";
+    const std::string label = main ? "predicted (measured interconnect)" : "predicted: " + name;
+    legend += legend_item(color, label, main ? "dashed" : "thin");
     svg += fmt::format(
         "<polyline class=\"predicted\" data-interconnect=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" "
         "stroke-width=\"{}\"{}><title>{}</title></polyline>",
-        esc(s.name), svg_points(to_pixels(s.points)), s.color, main ? 2.5 : 1.4,
+        esc(name), svg_points(to_pixels(curve->points)), color, main ? 2.5 : 1.4,
         main ? " stroke-dasharray=\"7 4\"" : " opacity=\"0.85\"", esc(label));
-    for (const auto& [d, sp] : s.points) {
+    for (const auto& [d, sp] : curve->points) {
       svg += fmt::format(
           "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"#fff\" stroke=\"{}\" stroke-width=\"1.5\"><title>{}: {} "
           "devices, predicted speedup {}×</title></circle>",
-          svg_coord((*x)(d)), svg_coord((*y)(sp)), main ? 4 : 2.5, s.color, esc(s.name), format_count(d),
+          svg_coord((*x)(d)), svg_coord((*y)(sp)), main ? 4 : 2.5, color, esc(name), format_count(d),
           format_number(sp));
     }
   }
@@ -385,22 +242,17 @@ std::string speedup_section(const Json& doc, const std::vector<Run>& runs, int n
          svg + "</figure></section>";
 }
 
-std::string phase_section(const std::vector<Run>& runs, int number) {
+std::string phase_section(const std::vector<ReportRun>& runs, int number) {
   struct Bar {
-    const Run* run;
+    const ReportRun* run;
     std::array<double, kPhaseCount> seconds{};
     double total = 0;
   };
   std::vector<Bar> bars;
-  for (const Run& r : runs) {
-    const Json& phases = member(member(*r.json, "summary"), "phases");
-    if (!phases.is_object()) continue;
-    Bar bar{&r, {}, 0};
-    for (std::size_t p = 0; p < kPhaseCount; ++p) {
-      const double s = number_of(phases, std::string(kPhaseNames[p]).c_str());
-      bar.seconds[p] = s > 0 ? s : 0;
-      bar.total += bar.seconds[p];
-    }
+  for (const ReportRun& r : runs) {
+    if (!r.phase_seconds) continue;
+    Bar bar{&r, *r.phase_seconds, 0};
+    for (const double s : bar.seconds) bar.total += s;
     bars.push_back(bar);
   }
   double longest = 0;
@@ -454,28 +306,10 @@ std::string phase_section(const std::vector<Run>& runs, int number) {
          "</figure></section>";
 }
 
-struct DeviceSeries {
-  int device;
-  Points points;  // (seconds, percent)
-};
-
-std::vector<DeviceSeries> utilization_of(const Run& run) {
-  std::vector<DeviceSeries> out;
-  for (const Json& d : array_of(*run.json, "utilization")) {
-    DeviceSeries series{as_int(number_of(d, "device")), {}};
-    for (const Json& p : array_of(d, "points")) {
-      if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
-        series.points.emplace_back(p[0].get<double>(), p[1].get<double>());
-    }
-    out.push_back(std::move(series));
-  }
-  return out;
-}
-
-std::string utilization_chart(const Run& run, const char* series_class, double height) {
-  const std::vector<DeviceSeries> devices = utilization_of(run);
+std::string utilization_chart(const ReportRun& run, const char* series_class, double height) {
+  const std::vector<DeviceUtilization>& devices = run.utilization;
   double t_max = 0;
-  for (const DeviceSeries& d : devices)
+  for (const DeviceUtilization& d : devices)
     for (const auto& p : d.points) t_max = std::max(t_max, p.first);
   const PlotBox box{78, 12, 740, height - 50};
   const auto [lo, hi] = nice_range(0, t_max > 0 ? t_max : 1, 8);
@@ -487,7 +321,7 @@ std::string utilization_chart(const Run& run, const char* series_class, double h
       svg_coord(height), esc(run.label));
   svg += svg_axes(x, y, box, "time since start (seconds)", "utilization", "", " %");
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    const DeviceSeries& d = devices[i];
+    const DeviceUtilization& d = devices[i];
     const char* color = kDeviceColors[i % kDeviceColors.size()];
     const std::size_t stride = d.points.size() / kMaxPointsPerSeries + 1;
     Points pixels;
@@ -508,40 +342,39 @@ std::string utilization_chart(const Run& run, const char* series_class, double h
   return legend + "</ul>" + svg + "</svg>";
 }
 
-bool has_utilization(const Run& run) {
-  for (const DeviceSeries& d : utilization_of(run))
+bool has_utilization(const ReportRun& run) {
+  for (const DeviceUtilization& d : run.utilization)
     if (!d.points.empty()) return true;
   return false;
 }
 
-const Json& config_of(const Run& run) { return member(member(*run.json, "summary"), "config"); }
-
 // Said in place of the chart, so that the section never shows empty axes.
-std::string why_no_utilization(const std::vector<Run>& runs) {
+std::string why_no_utilization(const std::vector<ReportRun>& runs) {
   bool any_config = false, all_off = true;
-  for (const Run& r : runs) {
-    const double interval = number_of(config_of(r), "monitor_interval_ms");
+  for (const ReportRun& r : runs) {
+    const double interval = r.monitor_interval_ms;
     if (!std::isfinite(interval)) continue;
     any_config = true;
     all_off = all_off && interval == 0;
   }
   if (!any_config) return "No run completed, so no utilization was measured.";
-  if (all_off) return "<code>--monitor-interval-ms 0</code>: no utilization measured (the monitor was off in every run).";
+  if (all_off)
+    return "<code>--monitor-interval-ms 0</code>: no utilization measured (the monitor was off in every run).";
   return "No run here carries utilization samples: the monitor was on, but it could not read the cores' counters "
          "(/proc/stat) or the runs ended before they moved; each run's warnings say which.";
 }
 
 // How the main run's readings were taken, for the caption.
-std::string how_measured(const Run& run) {
-  if (text_of(config_of(run), "monitor_mode") == "per-step") return ", read by the seed's probe in every training step";
-  const double interval = number_of(config_of(run), "monitor_interval_ms");
+std::string how_measured(const ReportRun& run) {
+  if (run.per_step_probe) return ", read by the seed's probe in every training step";
+  const double interval = run.monitor_interval_ms;
   return std::isfinite(interval) ? fmt::format(", sampled every {} ms off the training thread", format_number(interval))
                                  : std::string();
 }
 
-std::string utilization_section(const std::vector<Run>& runs, int number) {
-  const Run* main_run = nullptr;
-  for (const Run& r : runs)
+std::string utilization_section(const std::vector<ReportRun>& runs, int number) {
+  const ReportRun* main_run = nullptr;
+  for (const ReportRun& r : runs)
     if (has_utilization(r) && (!main_run || r.devices > main_run->devices)) main_run = &r;
   std::string out = section_start(
       "utilization", number, "Device utilization over time",
@@ -555,7 +388,7 @@ std::string utilization_section(const std::vector<Run>& runs, int number) {
   out += fmt::format("<figcaption>{}, one line per device{}.</figcaption></figure>", esc(main_run->label),
                      how_measured(*main_run));
   // The seed's contrast was "steady with one device, erratic with three": show the other runs beside it.
-  for (const Run& r : runs) {
+  for (const ReportRun& r : runs) {
     if (&r == main_run || !has_utilization(r)) continue;
     out += fmt::format("<figure class=\"utilization-compare\" data-run=\"{}\"><h3>For comparison: {}</h3>{}</figure>",
                        esc(r.label), esc(r.label), utilization_chart(r, "compare-series", 230));
@@ -563,7 +396,7 @@ std::string utilization_section(const std::vector<Run>& runs, int number) {
   return out + "</section>";
 }
 
-std::string ablation_section(const Json& doc, int number) {
+std::string ablation_section(const std::vector<AblationRow>& ablations, int number) {
   std::string out = section_start(
       "ablation-results", number, "Ablations: one habit changed at a time",
       "Each row switches one thing against the baseline run at the same device count. Positive change means "
@@ -573,28 +406,23 @@ std::string ablation_section(const Json& doc, int number) {
       "run</th><th class=\"num\">wall</th><th class=\"num\">baseline wall</th><th class=\"num\">change</th><th "
       "class=\"num\">cost per step</th></tr></thead><tbody>";
   bool any_extrapolated = false;
-  const Json& ablations = array_of(doc, "ablations");
-  for (const Json& a : ablations) {
-    const std::string name = esc(text_of(a, "name"));
-    const std::string error = text_of(a, "error");
-    if (!error.empty()) {
+  for (const AblationRow& a : ablations) {
+    const std::string name = esc(a.name);
+    if (!a.error.empty()) {
       out += fmt::format(
           "<tr class=\"failed\"><td>{}</td><td class=\"num\">{}</td><td colspan=\"5\" class=\"worse\">"
           "failed: {}</td></tr>",
-          name, format_count(number_of(a, "devices")), esc(error));
+          name, format_count(a.devices), esc(a.error));
       continue;
     }
-    const double wall = number_of(a, "wall_seconds"), baseline = number_of(a, "baseline_wall_seconds");
-    const double change = baseline > 0 ? (wall - baseline) / baseline : kNaN;
-    const bool extrapolated = member(a, "extrapolated").is_boolean() && member(a, "extrapolated").get<bool>();
-    any_extrapolated = any_extrapolated || extrapolated;
-    const char* change_class = change > 0.02 ? "worse" : change < -0.02 ? "better" : "";
-    const double cost_ms = 1e3 * number_of(a, "cost_seconds_per_step");
+    any_extrapolated = any_extrapolated || a.extrapolated;
+    const char* change_class = a.change > 0.02 ? "worse" : a.change < -0.02 ? "better" : "";
+    const double cost_ms = 1e3 * a.cost_seconds_per_step;
     out += fmt::format(
         "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}{}</td>"
         "<td class=\"num\">{}</td><td class=\"num {}\">{}</td><td class=\"num\">{}</td></tr>",
-        name, format_count(number_of(a, "devices")), format_count(number_of(a, "epochs_run")), seconds_text(wall),
-        extrapolated ? "*" : "", seconds_text(baseline), change_class, percent_text(change, true),
+        name, format_count(a.devices), format_count(a.epochs_run), seconds_text(a.wall_seconds),
+        a.extrapolated ? "*" : "", seconds_text(a.baseline_wall_seconds), change_class, percent_text(a.change, true),
         std::isfinite(cost_ms) ? fmt::format("{:+.3f} ms", cost_ms) : "—");
   }
   if (ablations.empty()) out += "<tr><td colspan=\"7\" class=\"muted\">No ablations ran.</td></tr>";
@@ -605,24 +433,21 @@ std::string ablation_section(const Json& doc, int number) {
   return out + "</section>";
 }
 
-std::string findings_section(const Json& doc, int number) {
+std::string findings_section(const std::vector<FindingView>& findings, int number) {
   std::string out = section_start("findings-section", number, "Findings",
                                   "Ranked by measured cost. Each comes from a rule over the measurements above, with "
                                   "its evidence and the fix.");
-  const Json& findings = array_of(doc, "findings");
   out += "<ol id=\"findings\">";
   int index = 0;
-  for (const Json& f : findings) {
+  for (const FindingView& f : findings) {
     ++index;
     std::string evidence;
-    for (const Json& e : array_of(f, "evidence"))
-      if (e.is_string()) evidence += fmt::format(" <code>{}</code>", esc(e.get<std::string>()));
-    out += fmt::format("<li class=\"finding\" id=\"finding-{}\"><h3>{}</h3>", index, esc(text_of(f, "title")));
+    for (const std::string& e : f.evidence) evidence += fmt::format(" <code>{}</code>", esc(e));
+    out += fmt::format("<li class=\"finding\" id=\"finding-{}\"><h3>{}</h3>", index, esc(f.title));
     out += fmt::format("<p class=\"cost\">Cost: <strong>{}</strong> · {} of wall time</p>",
-                       seconds_text(number_of(f, "cost_seconds")), percent_text(number_of(f, "share_of_wall")));
-    if (!text_of(f, "detail").empty()) out += fmt::format("<p class=\"detail\">{}</p>", esc(text_of(f, "detail")));
-    if (!text_of(f, "fix").empty())
-      out += fmt::format("<p class=\"fix\"><strong>Fix:</strong> {}</p>", esc(text_of(f, "fix")));
+                       seconds_text(f.cost_seconds), percent_text(f.share_of_wall));
+    if (!f.detail.empty()) out += fmt::format("<p class=\"detail\">{}</p>", esc(f.detail));
+    if (!f.fix.empty()) out += fmt::format("<p class=\"fix\"><strong>Fix:</strong> {}</p>", esc(f.fix));
     if (!evidence.empty()) out += "<p class=\"evidence muted\">Evidence:" + evidence + "</p>";
     out += "</li>";
   }
@@ -631,7 +456,7 @@ std::string findings_section(const Json& doc, int number) {
   return out + "</section>";
 }
 
-std::string model_table(const Json& model) {
+std::string model_table(const std::vector<ModelValue>& model) {
   struct Known {
     const char* key;
     const char* label;
@@ -646,65 +471,61 @@ std::string model_table(const Json& model) {
       {"fixed_seconds_per_epoch", "fixed cost per epoch", 1e3, "ms"},
       {"startup_seconds", "startup", 1, "s"},
   }};
-  if (!model.is_object() || model.empty()) return "";
+  if (model.empty()) return "";
   std::string cells;
-  for (const auto& [key, value] : model.items()) {
-    const std::string& name = key;  // clang before 16 cannot capture a structured binding
-    const auto known = std::find_if(kKnown.begin(), kKnown.end(), [&](const Known& k) { return name == k.key; });
-    std::string shown = value_text(value);
-    if (value.is_number()) shown = format_number(value.get<double>() * (known == kKnown.end() ? 1 : known->scale));
-    if (known != kKnown.end() && value.is_number()) shown += std::string(" ") + known->unit;
+  for (const ModelValue& value : model) {
+    const auto known = std::find_if(kKnown.begin(), kKnown.end(), [&](const Known& k) { return value.key == k.key; });
+    std::string shown = value.text;
+    if (value.number) shown = format_number(*value.number * (known == kKnown.end() ? 1 : known->scale));
+    if (known != kKnown.end() && value.number) shown += std::string(" ") + known->unit;
     cells += fmt::format("<tr><td class=\"key\">{}</td><td class=\"val\">{}</td></tr>",
-                         esc(known == kKnown.end() ? key : std::string(known->label)), esc(shown));
+                         esc(known == kKnown.end() ? value.key : std::string(known->label)), esc(shown));
   }
   return "<h3>Fitted model</h3><table class=\"kv\"><tbody>" + cells + "</tbody></table>";
 }
 
-std::string predictions_section(const Json& doc, int number) {
+std::string predictions_section(const ReportView& view, int number) {
   std::string out = section_start(
       "prediction-results", number, "Predictions",
       fmt::format("The scaling model's wall time for other device counts, interconnects, batch sizes and widths. "
                   "Where a measured run exists it stands beside the prediction; errors beyond {:.0f} % are marked.",
                   100 * kPredictionTolerance));
-  out += model_table(member(doc, "model"));
+  out += model_table(view.model);
   out +=
       "<h3>Predicted wall time</h3><table id=\"predictions\"><thead><tr><th>run</th><th class=\"num\">devices</th>"
       "<th>interconnect</th><th class=\"num\">batch</th><th class=\"num\">width</th>";
-  const Json& predictions = array_of(doc, "predictions");
+  const std::vector<PredictionView>& predictions = view.predictions;
   // Depth is a column only where the doctor predicted it (issue 5 varies layers as the seed's author did).
   const bool with_layers = std::any_of(predictions.begin(), predictions.end(),
-                                       [](const Json& p) { return std::isfinite(number_of(p, "hidden_layers")); });
+                                       [](const PredictionView& p) { return std::isfinite(p.hidden_layers); });
   if (with_layers) out += "<th class=\"num\">layers</th>";
   out +=
       "<th class=\"num\">predicted wall</th><th class=\"num\">measured wall</th><th class=\"num\">error</th>"
       "</tr></thead><tbody>";
-  for (const Json& p : predictions) {
-    const double error = number_of(p, "error");
+  for (const PredictionView& p : predictions) {
     // A measured run is named by its label, which says what its ablation changed.
-    out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-                       esc(value_text(member(p, "label"))), format_count(number_of(p, "devices")), esc(value_text(member(p, "interconnect"))),
-                       format_count(number_of(p, "batch_size")), format_count(number_of(p, "hidden_size")));
-    if (with_layers) out += fmt::format("<td class=\"num\">{}</td>", format_count(number_of(p, "hidden_layers")));
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+        esc(p.label), format_count(p.devices), esc(p.interconnect), format_count(p.batch_size),
+        format_count(p.hidden_size));
+    if (with_layers) out += fmt::format("<td class=\"num\">{}</td>", format_count(p.hidden_layers));
     out += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td></tr>",
-                       seconds_text(number_of(p, "predicted_wall_seconds")),
-                       seconds_text(number_of(p, "measured_wall_seconds")),
-                       std::abs(error) > kPredictionTolerance ? " off" : "", percent_text(error, true));
+                       seconds_text(p.predicted_wall_seconds), seconds_text(p.measured_wall_seconds),
+                       std::abs(p.error) > kPredictionTolerance ? " off" : "", percent_text(p.error, true));
   }
   if (predictions.empty()) out += "<tr><td colspan=\"8\" class=\"muted\">No predictions.</td></tr>";
   return out + "</tbody></table></section>";
 }
 
-std::string reproduce_section(const Json& doc, const std::vector<Run>& runs, int number) {
+std::string reproduce_section(const ReportView& view, int number) {
   std::string out = section_start("reproduce", number, "Reproduce",
                                   "The exact commands behind this report: the whole study, then each run alone.");
   std::string top;
-  for (const Json& c : array_of(doc, "commands"))
-    if (c.is_string()) top += esc(c.get<std::string>()) + "\n";
+  for (const std::string& c : view.commands) top += esc(c) + "\n";
   if (!top.empty()) out += "<pre class=\"commands\">" + top + "</pre>";
   std::string each;
-  for (const Run& r : runs) {
-    const std::string command = text_of(*r.json, "command");
-    if (!command.empty()) each += fmt::format("# {}\n{}\n", esc(r.label), esc(command));
+  for (const ReportRun& r : view.runs) {
+    if (!r.command.empty()) each += fmt::format("# {}\n{}\n", esc(r.label), esc(r.command));
   }
   if (!each.empty()) out += "<h3>Each run</h3><pre class=\"run-commands\">" + each + "</pre>";
   if (top.empty() && each.empty()) out += "<p class=\"muted\">No commands were recorded.</p>";
@@ -713,12 +534,9 @@ std::string reproduce_section(const Json& doc, const std::vector<Run>& runs, int
 
 }  // namespace
 
-std::string render_report_html(const nlohmann::ordered_json& doc) {
-  const std::vector<Run> runs = runs_of(doc);
-  const bool is_doctor =
-      doc.contains("findings") || doc.contains("ablations") || text_of(doc, "schema").rfind("ddpscope.doctor", 0) == 0;
-  const std::string kind = is_doctor ? "doctor" : "compare";
-  const std::string question = question_of(doc, runs);
+std::string render_report_html(const ReportView& view) {
+  const std::string kind = view.kind == ReportKind::kDoctor ? "doctor" : "compare";
+  const std::string question = question_of(view);
 
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   // The report must never reach the network: the browser itself refuses any fetch.
@@ -726,34 +544,34 @@ std::string render_report_html(const nlohmann::ordered_json& doc) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
       "script-src 'unsafe-inline'; img-src data:\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  out += fmt::format("<title>ddpscope {} report: {}</title><style>\n{}</style></head><body><main>", kind,
-                     esc(question), report_css());
+  out += fmt::format("<title>ddpscope {} report: {}</title><style>\n{}</style></head><body><main>", kind, esc(question),
+                     report_css());
   out += fmt::format("<header><p class=\"kicker\">ddpscope {} report · {} · version {}</p><h1>{}</h1>", kind,
-                     esc(value_text(member(doc, "schema"))), esc(value_text(member(doc, "version"))), esc(question));
-  if (text_of(member(doc, "config"), "preset") == "seed") {
+                     esc(view.schema), esc(view.version), esc(question));
+  if (view.seed_preset) {
     out +=
         "<blockquote>The seed's question: “3-GPU DDP trains slower than 1 GPU. Is there a key problem in this "
         "test that makes one GPU beat three, and what fix would make three faster than one?”</blockquote>";
   }
-  out += verdict_html(doc, runs) + "</header>";
+  out += verdict_html(view) + "</header>";
   int number = 0;
-  out += setup_section(doc, runs, ++number);
-  out += speedup_section(doc, runs, ++number);
-  out += phase_section(runs, ++number);
-  out += utilization_section(runs, ++number);
-  // compare.json has neither key; an empty list in doctor.json still gets its section and says so.
-  if (doc.contains("ablations")) out += ablation_section(doc, ++number);
-  if (doc.contains("findings")) out += findings_section(doc, ++number);
-  out += predictions_section(doc, ++number);
-  out += reproduce_section(doc, runs, ++number);
+  out += setup_section(view, ++number);
+  out += speedup_section(view, ++number);
+  out += phase_section(view.runs, ++number);
+  out += utilization_section(view.runs, ++number);
+  // compare.json has neither; an empty list in doctor.json still gets its section and says so.
+  if (view.ablations) out += ablation_section(*view.ablations, ++number);
+  if (view.findings) out += findings_section(*view.findings, ++number);
+  out += predictions_section(view, ++number);
+  out += reproduce_section(view, ++number);
   out += fmt::format("<footer>Generated by ddpscope {}. Self-contained: no network needed to view or print.</footer>",
-                     esc(value_text(member(doc, "version"))));
+                     esc(view.version));
   out += fmt::format("</main><script>\n{}</script></body></html>\n", report_js());
   return out;
 }
 
-std::string render_report_html(const nlohmann::json& doctor) {
-  return render_report_html(nlohmann::ordered_json(doctor));
-}
+std::string render_report_html(const nlohmann::ordered_json& doc) { return render_report_html(build_report_view(doc)); }
+
+std::string render_report_html(const nlohmann::json& doc) { return render_report_html(build_report_view(doc)); }
 
 }  // namespace ddp

@@ -7,10 +7,16 @@
 
 #include <string>
 
+#include "doctor/report_view.h"
+
 namespace ddp {
 
-// `doctor` is a ddpscope.doctor/1 object, or a compare.json (no "ablations", "findings").
-// Every string from it is escaped; a missing or mistyped field is shown as absent, never thrown.
+// The page of a view: formatting only (numbers into labels, escaping, chart geometry).
+std::string render_report_html(const ReportView& view);
+
+// `doctor` is a ddpscope.doctor/1 object, or a compare.json (no "ablations", "findings"), read
+// by build_report_view. Every string from it is escaped; a missing or mistyped field is shown
+// as absent, never thrown.
 std::string render_report_html(const nlohmann::ordered_json& doctor);
 std::string render_report_html(const nlohmann::json& doctor);
 

@@ -248,6 +248,33 @@ TEST(ReportHtml, SurvivesMissingAndMistypedFields) {
   EXPECT_EQ(count(html, "<li class=\"finding\""), 2u);
 }
 
+// The renderer formats a view and reads nothing else: one built by hand is a whole page.
+TEST(ReportHtml, RendersAViewBuiltByHand) {
+  ReportView view;
+  view.kind = ReportKind::kDoctor;
+  ReportRun one;
+  one.label = "one";
+  one.devices = 1;
+  one.wall_seconds = 4;
+  one.speedup = 1;
+  ReportRun four = one;
+  four.label = "four";
+  four.devices = 4;
+  four.wall_seconds = 2;
+  four.speedup = 2;
+  view.runs = {one, four};
+  view.headline = HeadlineSpeedup{4, 2};
+  view.measured_speedups = {{1, 1}, {4, 2}};
+  view.findings.emplace();
+  const std::string html = render_report_html(view);
+  EXPECT_NE(html.find("<h1>Why are 4 devices only 2.00× faster than one?</h1>"), std::string::npos);
+  EXPECT_NE(html.find("Speedup at 4 devices: <strong>2.00×</strong> (ideal 4×, parallel efficiency 50.0 %)"),
+            std::string::npos);
+  EXPECT_EQ(count(element_with_id(html, "speedup-chart", "</figure>"), "class=\"measured\""), 2u);
+  EXPECT_NE(html.find("No rule fired"), std::string::npos);
+  EXPECT_EQ(count(html, "id=\"ablations\""), 0u);
+}
+
 TEST(ReportHtml, OrderedJsonKeepsTheConfigurationOrder) {
   nlohmann::ordered_json doc = nlohmann::ordered_json::parse(R"({"config": {"zeta": 1, "alpha": 2}, "runs": []})");
   const std::string html = render_report_html(doc);

@@ -1,0 +1,120 @@
+#pragma once
+// What report.html shows, as plain data: build_report_view reads a doctor.json or compare.json
+// document into it, and render_report_html (report_html.h) only formats it. Reading is lenient
+// by design (DESIGN §5): a missing or mistyped field becomes an absent value (NaN, "", an empty
+// list), never an error, so that a report renders from any file a user points it at.
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "observe/phase.h"
+
+namespace ddp {
+
+// (x, y) in data units: (devices, speedup) or (seconds, percent).
+using ReportPoints = std::vector<std::pair<double, double>>;
+
+// One device's utilization samples, in the order recorded.
+struct DeviceUtilization {
+  int device = 0;
+  ReportPoints points;  // (seconds since start, percent)
+};
+
+// One run of the study: a row of the runs table, a bar of the phase chart, a utilization chart.
+struct ReportRun {
+  std::string label;  // the run's own, else "devices=N"
+  int devices = 0;
+  double wall_seconds = 0;  // NaN where unknown, as every number below
+  double speedup = 0;       // the doctor's where stated, else wall(1 device) / wall
+  double samples_per_second = 0;
+  double optimizer_steps = 0;
+  std::optional<std::array<double, kPhaseCount>> phase_seconds;  // by kPhaseNames, negatives as 0
+  std::vector<DeviceUtilization> utilization;
+  double monitor_interval_ms = 0;
+  bool per_step_probe = false;  // monitor_mode "per-step": read inside the training step
+  std::string command;
+};
+
+// A predicted speedup curve at the configuration's own shape, for one interconnect.
+struct SpeedupCurve {
+  std::string interconnect;  // "measured" is this machine's fitted link
+  ReportPoints points;       // (devices, speedup), by devices, starting at (1, 1)
+};
+
+struct AblationRow {
+  std::string name;
+  double devices = 0;
+  std::string error;  // non-empty: the ablation failed and has no numbers
+  double wall_seconds = 0;
+  double baseline_wall_seconds = 0;
+  double change = 0;  // (wall - baseline) / baseline
+  double epochs_run = 0;
+  bool extrapolated = false;
+  double cost_seconds_per_step = 0;
+};
+
+struct FindingView {
+  std::string title;
+  double cost_seconds = 0;
+  double share_of_wall = 0;
+  std::string detail;
+  std::string fix;
+  std::vector<std::string> evidence;
+};
+
+// A fitted model parameter: a number to scale into its unit, or the text it was written as.
+struct ModelValue {
+  std::string key;
+  std::optional<double> number;
+  std::string text;  // when not a number
+};
+
+struct PredictionView {
+  std::string label;         // "—" for a device count that was not measured
+  std::string interconnect;  // "—" where absent
+  double devices = 0;
+  double batch_size = 0;
+  double hidden_size = 0;
+  double hidden_layers = 0;  // NaN unless the doctor varied depth
+  double predicted_wall_seconds = 0;
+  double measured_wall_seconds = 0;
+  double error = 0;
+};
+
+// The largest run against one device, when both ran: the page's question and verdict.
+struct HeadlineSpeedup {
+  int devices = 0;
+  double speedup = 0;
+};
+
+enum class ReportKind { kDoctor, kCompare };
+
+struct ReportView {
+  ReportKind kind = ReportKind::kCompare;
+  std::string schema;   // as written, "—" where absent
+  std::string version;  // the ddpscope that wrote the document
+  bool seed_preset = false;
+  std::optional<HeadlineSpeedup> headline;
+  std::vector<std::string> notes;                           // the doctor's, after one of our own when fewer devices ran
+  std::vector<std::pair<std::string, std::string>> config;  // option, value as typed; the document's order
+  std::vector<ReportRun> runs;
+  ReportPoints measured_speedups;                     // (devices, speedup) of the runs, by devices
+  std::vector<SpeedupCurve> predicted_speedups;       // in the order the predictions name them
+  std::optional<std::vector<AblationRow>> ablations;  // absent in compare.json
+  std::optional<std::vector<FindingView>> findings;   // absent in compare.json
+  std::vector<ModelValue> model;
+  std::vector<PredictionView> predictions;
+  std::vector<std::string> commands;
+};
+
+// `doc` is a ddpscope.doctor/1 object, or a compare.json (no "ablations", "findings"), or any
+// JSON at all: what is not there is absent from the view.
+ReportView build_report_view(const nlohmann::ordered_json& doc);
+// The configuration's keys in nlohmann::json's (sorted) order.
+ReportView build_report_view(const nlohmann::json& doc);
+
+}  // namespace ddp

@@ -1,0 +1,115 @@
+// report.html byte for byte: each case renders one document and compares the page with a file
+// under fixtures/golden/, written by the renderer before it was split into a view model and its
+// formatting. The style sheet and script stand as one marker line each in the files (report_assets_test
+// checks them byte for byte), so an edit to the assets does not touch these pages.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "doctor/report_assets.h"
+#include "doctor/report_html.h"
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+const fs::path kFixtures = fs::path(DDPSCOPE_SOURCE_DIR) / "tests" / "doctor" / "fixtures";
+
+// Parsed as ordered JSON, as run_doctor renders it: the configuration keeps the file's order.
+Json load_fixture(const std::string& name) {
+  std::ifstream in(kFixtures / name);
+  EXPECT_TRUE(in) << "missing fixture " << name;
+  return Json::parse(in);
+}
+
+std::string replace_once(std::string text, std::string_view what, std::string_view with) {
+  const std::size_t at = text.find(what);
+  EXPECT_NE(at, std::string::npos) << "the page lacks an asset";
+  if (at != std::string::npos) text.replace(at, what.size(), with);
+  return text;
+}
+
+std::string with_asset_markers(std::string html) {
+  html = replace_once(std::move(html), report_css(), "/* report.css */\n");
+  return replace_once(std::move(html), report_js(), "// report.js\n");
+}
+
+// Compares with fixtures/golden/<name>.html. A differing or missing page is left in the
+// temporary folder, for `diff` or as the file of a new case.
+void expect_golden(const std::string& name, const Json& doc) {
+  const std::string actual = with_asset_markers(render_report_html(doc));
+  const fs::path golden = kFixtures / "golden" / (name + ".html");
+  const bool exists = fs::exists(golden);
+  if (exists && testing::read_text(golden) == actual) return;
+  const fs::path written = fs::temp_directory_path() / ("ddpscope_report_golden_" + name + ".html");
+  std::ofstream(written) << actual;
+  ADD_FAILURE() << name << ": " << (exists ? "the page differs from " : "missing golden page ") << golden
+                << "; this run's page is " << written;
+}
+
+TEST(ReportGolden, SeedDoctor) { expect_golden("seed_doctor", load_fixture("seed_doctor.json")); }
+
+TEST(ReportGolden, SeedDoctorFromUnorderedJson) {
+  // nlohmann::json sorts keys: the configuration grid is alphabetical.
+  const nlohmann::json sorted = load_fixture("seed_doctor.json");
+  expect_golden("seed_doctor_sorted", Json(sorted));
+}
+
+TEST(ReportGolden, MinimalCompare) { expect_golden("minimal_compare", load_fixture("minimal_compare.json")); }
+
+// The branches the seed fixture does not reach: linear axes, the per-step probe, a failed
+// ablation, a predicted depth, an error beyond tolerance, no findings, no seed preset.
+TEST(ReportGolden, SeedDoctorVaried) {
+  Json doc = load_fixture("seed_doctor.json");
+  Json predictions = Json::array();
+  for (const Json& p : doc["predictions"])
+    if (p["devices"].get<int>() <= 8) predictions.push_back(p);
+  predictions[0]["error"] = 0.31;
+  predictions[1]["hidden_layers"] = 8;
+  doc["predictions"] = predictions;
+  for (Json& run : doc["runs"]) run["summary"]["config"]["monitor_mode"] = "per-step";
+  doc["ablations"].push_back({{"name", "no-overlap"}, {"devices", 2}, {"error", "rank 1 exited with code 4"}});
+  doc["findings"] = Json::array();
+  doc["config"]["preset"] = "";
+  expect_golden("seed_doctor_varied", doc);
+}
+
+TEST(ReportGolden, MonitorOff) {
+  Json doc = load_fixture("seed_doctor.json");
+  for (Json& run : doc["runs"]) {
+    run["summary"]["config"]["monitor_interval_ms"] = 0;
+    run["utilization"] = Json::array();
+  }
+  expect_golden("monitor_off", doc);
+}
+
+// The question in the title follows the largest run's speedup.
+TEST(ReportGolden, QuestionFollowsTheSpeedup) {
+  Json doc = load_fixture("seed_doctor.json");
+  doc["speedup"]["2"] = 0.8;
+  expect_golden("slower_than_one", doc);
+  doc["speedup"]["2"] = 1.9;
+  expect_golden("faster_than_one", doc);
+}
+
+TEST(ReportGolden, MissingAndMistypedFields) {
+  expect_golden("empty_object", Json::object());
+  expect_golden("array", Json::array());
+  expect_golden("odd", Json::parse(R"({
+    "schema": 7, "config": [], "notes": "not a list", "runs": [5, {"summary": "x"}, {"devices": "two",
+    "summary": {"wall_seconds": "slow", "phases": {"forward": -1, "data": null}}, "utilization": [{"points": [[1], "a",
+    [0, 50]]}]}], "speedup": {"2": "fast"}, "predictions": [null, {"devices": 0, "predicted_wall_seconds": 0}],
+    "ablations": [{}], "findings": [null, {"evidence": [1, null]}], "model": {"alpha_seconds": "n/a"}
+  })"));
+  expect_golden("no_completed_run",
+                Json::parse(R"({"runs": [{"label": "devices=2", "ok": false, "error": "x"}], "findings": []})"));
+}
+
+}  // namespace
+}  // namespace ddp

@@ -25,7 +25,7 @@ std::vector<int64_t> epoch_order(int64_t size, bool shuffle, uint64_t seed, int6
 }
 
 std::vector<int64_t> shard_for_rank(const std::vector<int64_t>& order, int world, int rank) {
-  DDP_CHECK_GT(world, 0);
+  DDP_CHECK_GT(world, 0, "rank outside [0, world): the world is empty");
   DDP_CHECK_GE(rank, 0, "rank outside [0, world)");
   DDP_CHECK_LT(rank, world, "rank outside [0, world)");
   // As torch.utils.data.DistributedSampler(drop_last=False): total = ceil(n / W) * W, the

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
 
   ddp::RegressionDataModule data(config);
   ddp::RegressionModel model(config);
-  ddp::Trainer trainer(config.trainer);
+  ddp::Trainer trainer(config.trainer, ddp::join_world(config.trainer));
   trainer.fit(model, data);
   const ddp::RunStats& stats = trainer.stats();
   const double wall = stats.wall_seconds;

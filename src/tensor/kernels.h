@@ -14,12 +14,11 @@ void relu_backward(float* dy, const float* y, int64_t b, int64_t o);
 // dy is (B,O), db is (O): db += sum over rows of dy (accumulates into db).
 void bias_grad(const float* dy, float* db, int64_t b, int64_t o);
 
-// MSE over all B*O elements (PyTorch's reduction='mean'): returns the loss in double and
-// writes d = scale * 2 * (pred - target) / (B*O) into dpred. pred, target, dpred are (B,O).
-double mse_loss_forward_backward(const float* pred, const float* target, float* dpred, int64_t b,
-                                 int64_t o, float scale);
-
-// The same loss without the gradient (validation).
+// MSE over all B*O elements (PyTorch's reduction='mean'), in double. pred, target are (B,O).
 double mse_loss(const float* pred, const float* target, int64_t b, int64_t o);
+
+// Its gradient, scaled: dpred = scale * 2 * (pred - target) / (B*O). pred, target, dpred
+// are (B,O); scale is 1/accumulate_grad_batches, as Lightning divides the loss by k.
+void mse_loss_gradient(const float* pred, const float* target, float* dpred, int64_t b, int64_t o, float scale);
 
 }  // namespace ddp

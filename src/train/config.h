@@ -3,6 +3,8 @@
 // validated in one place (options.cpp); printed into hparams.yaml and summary.json.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nn/mlp.h"
 #include "optim/optimizer.h"
@@ -53,6 +55,10 @@ struct TrainerOptions {
   int64_t checkpoint_every_n_epochs = 0;
   std::string init_from;
 };
+
+// The resolved options as (name, text) in the option table's order: what hparams.yaml and
+// summary.json record and what ranks compare before they train together.
+using Hparams = std::vector<std::pair<std::string, std::string>>;
 
 struct Config {
   MlpShape model;

@@ -52,7 +52,7 @@ Config ddp_config(const std::string& test, int devices, int64_t batch) {
 std::vector<float> train_params(const Config& c, int64_t* allreduce_calls = nullptr) {
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   if (allreduce_calls) *allreduce_calls = trainer.stats().allreduce.calls;
   const auto p = model.network().params();
@@ -132,7 +132,7 @@ TEST(Ddp, EveryRankHoldsRankZerosParametersAfterEveryStepEvenFromDifferentSeeds)
   c.trainer.accumulate_grad_batches = 2;
   RegressionDataModule data(c);
   ParamWatcher model(c, /*init_seed=*/100 + world_rank());  // different initialisations
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   const int count = static_cast<int>(model.checksums.size());
   ASSERT_GE(count, 2 * 30);  // at least one micro-batch per optimizer step
@@ -197,7 +197,7 @@ TEST(Ddp, ValidationLossIsTheExactGlobalMean) {
   c.optimizer.lr = 1e-30;  // the parameters stay (almost exactly) at their initialisation
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   Config s = ddp_config("val_single", 1, 7);
   s.data.dataset_size = 7;
@@ -206,7 +206,7 @@ TEST(Ddp, ValidationLossIsTheExactGlobalMean) {
   s.optimizer.lr = 1e-30;
   RegressionDataModule data1(s);
   RegressionModel model1(s);
-  Trainer single(s.trainer);
+  Trainer single(s.trainer, join_world(s.trainer));
   single.fit(model1, data1);
   ASSERT_TRUE(trainer.stats().final_val_loss && single.stats().final_val_loss);
   EXPECT_NEAR(*trainer.stats().final_val_loss, *single.stats().final_val_loss, 1e-6);

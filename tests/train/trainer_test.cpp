@@ -83,7 +83,7 @@ TEST(Trainer, AccumulationStepsEveryKthMicroBatchAndAtTheEndOfEachEpoch) {
   c.trainer.accumulate_grad_batches = 3;
   RegressionDataModule data(c);
   StepWatcher model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   // Per epoch of 7 micro-batches: steps after 2, 5 and 6 (the last).
   EXPECT_EQ(trainer.global_step(), 6);
@@ -104,7 +104,7 @@ TEST(Trainer, SeedWorkloadTakesSevenOptimizerStepsPerEpoch) {
   c.trainer.default_root_dir = fresh_dir("seed_steps").string();
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   EXPECT_EQ(trainer.global_step(), 14);  // ceil(20 / 3) per epoch
   EXPECT_EQ(trainer.stats().train_samples, 10000);
@@ -116,7 +116,7 @@ TEST(Trainer, MaxStepsStopsInsideAnEpoch) {
   c.trainer.max_steps = 9;
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   EXPECT_EQ(trainer.global_step(), 9);
   EXPECT_EQ(trainer.stats().epochs, 1);  // the second epoch did not complete
@@ -129,7 +129,7 @@ TEST(Trainer, LimitTrainBatchesCountAndFraction) {
     c.trainer.limit_train_batches_is_count = is_count;
     RegressionDataModule data(c);
     RegressionModel model(c);
-    Trainer trainer(c.trainer);
+    Trainer trainer(c.trainer, join_world(c.trainer));
     trainer.fit(model, data);
     EXPECT_EQ(trainer.global_step(), steps) << limit;  // 3 batches per epoch, 2 epochs
   }
@@ -142,7 +142,7 @@ TEST(Trainer, MetricsCsvFollowsLogEveryNStepsAndCheckValEveryNEpoch) {
   c.trainer.check_val_every_n_epoch = 2;
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer, resolved_options(c));
+  Trainer trainer(c.trainer, join_world(c.trainer, resolved_options(c)), resolved_options(c));
   trainer.fit(model, data);
   const std::string csv = read_text(trainer.log_dir() / "metrics.csv");
   const std::string expected_header = "epoch,step,train_loss,val_loss\n";
@@ -165,7 +165,7 @@ TEST(Trainer, SummaryPhasesSumToWallTimeAndSchemaIsComplete) {
   c.trainer.max_epochs = 3;
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer, resolved_options(c));
+  Trainer trainer(c.trainer, join_world(c.trainer, resolved_options(c)), resolved_options(c));
   trainer.fit(model, data);
   const auto summary = nlohmann::json::parse(read_text(trainer.log_dir() / "summary.json"));
   EXPECT_EQ(summary["schema"], "ddpscope.summary/1");
@@ -202,7 +202,7 @@ TEST(Trainer, TeacherTrainingHalvesValidationLossWithinThirtyEpochs) {
   c.trainer.default_root_dir = fresh_dir("teacher").string();
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   std::vector<double> val_losses;
   for (const auto& row : read_csv(trainer.log_dir() / "metrics.csv")) {
@@ -218,7 +218,7 @@ TEST(Trainer, DataWithTheWrongShapeForTheModelIsRefused) {
   RegressionDataModule data(c);
   c.model.input_dim = 5;
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   try {
     trainer.fit(model, data);
     FAIL() << "expected a UsageError";

@@ -27,7 +27,7 @@ int run_train(const CLI::App& command, const RunOptions& run, bool overwrite) {
   Config config = resolve_config(typed_options(command, run), run.preset, run.config_file);
   validate_config(config);
   config.trainer.overwrite = overwrite;
-  if (config.trainer.strategy == "single" && launched_by_mpi() && launcher_world_size() > 1) {
+  if (config.trainer.strategy == Strategy::kSingle && launched_by_mpi() && launcher_world_size() > 1) {
     throw UsageError(fmt::format("--strategy single trains on one device, but mpirun started {} ranks; use "
                                  "--strategy ddp (or auto)",
                                  launcher_world_size()));

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   ddp::Config config;  // the seed's defaults
   config.trainer.max_epochs = epochs;
   config.trainer.accumulate_grad_batches = 3;
-  config.trainer.progress_bar = "off";
+  config.trainer.progress_bar = ddp::ProgressMode::kOff;
   const auto root = std::filesystem::temp_directory_path() / "ddpscope_seed_bench";
   std::filesystem::remove_all(root);
   config.trainer.default_root_dir = root.string();

@@ -55,14 +55,12 @@ void RunOutputs::make_folder() {
 void RunOutputs::start_logging() {
   if (comm_.rank() != 0) return;
   write_file_atomically(log_dir_ / "hparams.yaml", hparams_yaml(hparams_));
-  const std::string& names = options_.logger;
-  for (size_t start = 0; start <= names.size();) {
-    const size_t comma = std::min(names.find(',', start), names.size());
-    const std::string name = names.substr(start, comma - start);
-    if (name == "csv") loggers_.push_back(std::make_unique<CsvLogger>(log_dir_ / "metrics.csv"));
-    if (name == "tensorboard") loggers_.push_back(std::make_unique<TensorBoardLogger>(log_dir_));
-    if (name == "jsonl") loggers_.push_back(std::make_unique<JsonlLogger>(log_dir_));
-    start = comma + 1;
+  for (LoggerKind kind : options_.logger) {
+    switch (kind) {
+      case LoggerKind::kCsv: loggers_.push_back(std::make_unique<CsvLogger>(log_dir_ / "metrics.csv")); break;
+      case LoggerKind::kTensorBoard: loggers_.push_back(std::make_unique<TensorBoardLogger>(log_dir_)); break;
+      case LoggerKind::kJsonl: loggers_.push_back(std::make_unique<JsonlLogger>(log_dir_)); break;
+    }
   }
 }
 
@@ -101,7 +99,7 @@ void RunOutputs::finish(const Mlp& network, RunStats& stats) {
   // After the wall clock stopped: the core's GEMM peak, for the FLOP share of the summary.
   stats.gemm_peak_flops_per_second = measure_gemm_peak_flops();
   write_file_atomically(log_dir_ / "summary.json", summary_json(stats, hparams_).dump(2) + "\n");
-  if (options_.profiler == "none") return;
+  if (options_.profiler == Profiler::kNone) return;
   const int world = stats.world_size;
   std::vector<RankPhases> ranks(world);
   for (int r = 0; r < world; ++r) ranks[r] = {stats.phases_per_rank[r], stats.phase_calls_per_rank[r], stats.hosts[r]};

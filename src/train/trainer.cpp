@@ -69,7 +69,7 @@ class Trainer::Run {
         comm_(world_.comm()),
         start_(job_start_time()),  // a rank launched by ddpscope counts from the launch
         outputs_(options_, std::move(hparams), comm_),
-        progress_(comm_.rank() == 0 ? options_.progress_bar : "off") {
+        progress_(comm_.rank() == 0 ? options_.progress_bar : ProgressMode::kOff) {
     clock_.start(Phase::kStartup, start_);
   }
 
@@ -152,7 +152,7 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   layer_hook_ = reducer_->layer_hook();
   train_loader_ = std::make_unique<Loader>(*train_spec_.dataset, train_spec_.batch_size, train_spec_.num_workers);
   val_loader_ = std::make_unique<Loader>(*val_spec_.dataset, val_spec_.batch_size, val_spec_.num_workers);
-  if (options_.profiler == "trace") start_trace();
+  if (options_.profiler == Profiler::kTrace) start_trace();
   utilization_ = std::make_unique<UtilizationWatch>(options_);
   outputs_.start_logging();
 }
@@ -357,7 +357,8 @@ void Trainer::Run::finish(LightningModule& module) {
   clock_.enter(Phase::kLogging);
   stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   stats_.world_size = comm_.size();
-  stats_.strategy = comm_.size() > 1 ? "ddp" : options_.strategy == "auto" ? "single" : options_.strategy;
+  const Strategy ran = comm_.size() > 1 ? Strategy::kDdp : options_.strategy == Strategy::kAuto ? Strategy::kSingle : options_.strategy;
+  stats_.strategy = spelling(ran);
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
   gather_run_stats(comm_, clock_, reducer_->stats(), stats_);
 
@@ -372,7 +373,7 @@ void Trainer::Run::finish(LightningModule& module) {
     outputs_.flush();
   }
   stats_.utilization_per_rank = utilization_->gather_series(comm_, start_);
-  if (options_.profiler == "trace") write_trace();
+  if (options_.profiler == Profiler::kTrace) write_trace();
   outputs_.finish(module.network(), stats_);
 }
 

@@ -11,8 +11,8 @@ UtilizationWatch::UtilizationWatch(const TrainerOptions& options) {
   if (options.monitor_interval_ms == 0) return;
   MonitorOptions monitor_options;
   monitor_options.interval_ms = options.monitor_interval_ms;
-  monitor_options.gpu = options.accelerator == "cuda";
-  if (options.monitor_mode == "per-step") {
+  monitor_options.gpu = options.accelerator == Accelerator::kCuda;
+  if (options.monitor_mode == MonitorMode::kPerStep) {
     // The seed's habit in full: NVML is loaded, initialised and shut down in every step,
     // whether or not a GPU is there (without a driver the failed load is paid each time).
     monitor_options.gpu = true;

@@ -32,7 +32,8 @@ uint64_t config_hash(const Hparams& hparams, const TrainerOptions& t) {
     mix(value);
   }
   for (const auto& field : {std::to_string(t.max_epochs), std::to_string(t.max_steps),
-                            std::to_string(t.accumulate_grad_batches), std::to_string(t.seed), t.strategy}) {
+                            std::to_string(t.accumulate_grad_batches), std::to_string(t.seed),
+                            std::string(spelling(t.strategy))}) {
     mix(field);
   }
   return h;
@@ -51,7 +52,7 @@ std::optional<int> run_ranks_if_launcher(const TrainerOptions& options, bool ver
 }
 
 World join_world(const TrainerOptions& options, const Hparams& hparams) {
-  if (!launched_by_mpi() || options.strategy == "single") return World::alone();
+  if (!launched_by_mpi() || options.strategy == Strategy::kSingle) return World::alone();
   Communicator& comm = mpi_world();
   check_world(comm, options.devices, options.num_nodes);
   check_same_config(comm, config_hash(hparams, options));

@@ -35,12 +35,12 @@ Config ddp_config(const std::string& test, int devices, int64_t batch) {
   c.data.dataset_size = 600;
   c.data.batch_size = batch;
   c.data.shuffle = false;
-  c.trainer.strategy = devices > 1 ? "ddp" : "single";
+  c.trainer.strategy = devices > 1 ? Strategy::kDdp : Strategy::kSingle;
   c.trainer.devices = devices;
   c.trainer.max_epochs = 100;
   c.trainer.max_steps = 50;
-  c.trainer.progress_bar = "off";
-  c.trainer.logger = "none";
+  c.trainer.progress_bar = ProgressMode::kOff;
+  c.trainer.logger = {};  // none
   // Each rank its own folder: the single-rank reference runs on every rank.
   c.trainer.default_root_dir = (std::filesystem::temp_directory_path() /
                                 ("ddpscope_ddp_" + test + "_" + std::to_string(world_size()) + "_" +

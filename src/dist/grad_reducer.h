@@ -9,6 +9,8 @@
 // the reducer is a no-op (no buckets, an empty layer hook, never syncing), so the training
 // step has one shape for any world size and costs nothing extra alone.
 //
+// Averaging is the transport's (Communicator::allreduce_mean): MPI scales the sum by 1/W in
+// the pass that completes it, NCCL would reduce with ncclAvg.
 // Overlap: a bucket whose layers are all done starts a nonblocking allreduce at once, and
 // every later layer's callback tests the pending ones, which is when MPI moves them on;
 // finish() waits for them in order. The last bucket (full only when backward ends) is
@@ -88,7 +90,6 @@ class GradReducer {
 
   std::span<float> slice(const GradBucket& bucket) const { return grads_.subspan(bucket.begin, bucket.end - bucket.begin); }
   void count(std::span<float> slice, double seconds);
-  void divide_by_world(std::span<float> slice) const;
 
   Communicator& comm_;
   std::span<float> grads_;

@@ -38,7 +38,7 @@ struct Trained {
   std::unique_ptr<Optimizer> optimizer;
 
   Trained(const MlpShape& shape, OptimizerConfig config, uint64_t seed, int steps)
-      : model(shape, 4), kind(config.kind), optimizer(make_optimizer(config, model.num_params())) {
+      : model(shape), kind(config.kind), optimizer(make_optimizer(config, model.num_params())) {
     model.init_like_pytorch(seed);
     for (int t = 0; t < steps; ++t) step(t);
   }

@@ -105,7 +105,7 @@ INSTANTIATE_TEST_SUITE_P(Ddp, Equivalence,
 class ParamWatcher : public RegressionModel {
  public:
   ParamWatcher(const Config& c, uint64_t init_seed) : RegressionModel(with_seed(c, init_seed)) {}
-  double training_step(const Batch& batch, int64_t batch_idx) override {
+  Loss training_step(const Batch& batch, int64_t batch_idx) override {
     const std::span<const float> p = network().params();
     double sum = 0, squares = 0;
     for (float v : p) {

@@ -65,7 +65,7 @@ Config small_config(const std::string& test) {
 class StepWatcher : public RegressionModel {
  public:
   using RegressionModel::RegressionModel;
-  double training_step(const Batch& batch, int64_t batch_idx) override {
+  Loss training_step(const Batch& batch, int64_t batch_idx) override {
     const std::span<const float> p = network().params();
     const double sum = std::accumulate(p.begin(), p.end(), 0.0);
     stepped_before.push_back(calls > 0 && sum != last_sum);

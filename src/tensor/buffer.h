@@ -19,6 +19,12 @@ enum class Place { kHost };
 
 inline void check_place_built(Place place) { DDP_CHECK(place == Place::kHost, "this place is not built"); }
 
+// After a kernel's switch on the place found no backend for it: our own bug.
+[[noreturn]] inline void place_not_built(Place place) {
+  check_place_built(place);
+  std::abort();  // not reached for kHost, which every switch handles
+}
+
 template <typename T>
 class AlignedBuffer {
  public:

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "tensor/buffer.h"
+
 namespace ddp {
 
 class Loss {
@@ -16,7 +18,9 @@ class Loss {
   explicit Loss(double value) : value_(value) {}
   // MSELoss()(prediction, target) == value; prediction and target are (rows, cols) and must
   // stay unchanged until the gradient is written (the next forward overwrites prediction).
-  static Loss mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols);
+  // place: where prediction and target live.
+  static Loss mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols,
+                  Place place = Place::kHost);
 
   double value() const { return value_; }
   bool has_gradient() const { return prediction_ != nullptr; }
@@ -30,6 +34,7 @@ class Loss {
   const float* target_ = nullptr;
   int64_t rows_ = 0;
   int64_t cols_ = 0;
+  Place place_ = Place::kHost;
 };
 
 }  // namespace ddp

@@ -24,7 +24,8 @@ const float* LightningModule::forward(const Batch& batch) { return network_.forw
 
 Loss LightningModule::mse_loss(const float* y_pred, const Batch& batch) const {
   const int64_t cols = network_.shape().output_dim;
-  return Loss::mse(ddp::mse_loss(y_pred, batch.y, batch.size, cols), y_pred, batch.y, batch.size, cols);
+  const Place place = network_.place();
+  return Loss::mse(ddp::mse_loss(place, y_pred, batch.y, batch.size, cols), y_pred, batch.y, batch.size, cols, place);
 }
 
 void LightningModule::log(std::string_view name, double value) {

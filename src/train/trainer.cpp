@@ -141,7 +141,7 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
 
   const OptimizerConfig optimizer_config = module.configure_optimizers();
   optimizer_kind_ = optimizer_config.kind;
-  optimizer_ = make_optimizer(optimizer_config, module.network().num_params());
+  optimizer_ = make_optimizer(optimizer_config, module.network().num_params(), module.network().place());
   start_point_ = restore_start(options_, comm_, module.network(), *optimizer_, optimizer_kind_);
   stats_.optimizer_steps = start_point_.global_step;
   if (nothing_left()) return;

@@ -135,5 +135,14 @@ TEST(KernelsTest, MseLossOfEqualInputsIsZero) {
   EXPECT_EQ(mse_loss(Place::kHost, pred.data(), pred.data(), 1, 3), 0.0);
 }
 
+// A place this build has no kernel for is our own bug, said as such, not a slow fallback.
+TEST(KernelsDeathTest, APlaceWithoutAKernelIsAnInternalError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const Place unbuilt = static_cast<Place>(1);
+  std::vector<float> dy(4, 1.0f), y(4, 1.0f);
+  EXPECT_DEATH(relu_backward(unbuilt, dy.data(), y.data(), 1, 4), "this place is not built");
+  EXPECT_DEATH(mse_loss(unbuilt, dy.data(), y.data(), 1, 4), "this place is not built");
+}
+
 }  // namespace
 }  // namespace ddp

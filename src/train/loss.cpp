@@ -8,13 +8,7 @@ namespace ddp {
 Loss Loss::mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols,
                Place place) {
   DDP_CHECK(prediction != nullptr && target != nullptr && rows > 0 && cols > 0);
-  Loss loss(value);
-  loss.prediction_ = prediction;
-  loss.target_ = target;
-  loss.rows_ = rows;
-  loss.cols_ = cols;
-  loss.place_ = place;
-  return loss;
+  return Loss(value, prediction, target, rows, cols, place);
 }
 
 void Loss::write_gradient(float* gradient, float scale) const {

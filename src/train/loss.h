@@ -29,6 +29,9 @@ class Loss {
   void write_gradient(float* gradient, float scale) const;
 
  private:
+  Loss(double value, const float* prediction, const float* target, int64_t rows, int64_t cols, Place place)
+      : value_(value), prediction_(prediction), target_(target), rows_(rows), cols_(cols), place_(place) {}
+
   double value_ = std::numeric_limits<double>::quiet_NaN();
   const float* prediction_ = nullptr;
   const float* target_ = nullptr;

@@ -16,6 +16,7 @@
 #include "tensor/buffer.h"
 #include "tensor/gemm.h"
 #include "train/regression_task.h"
+#include "train/run_stats.h"
 #include "train/trainer.h"
 
 namespace {

@@ -21,6 +21,7 @@
 #include "train/progress_bar.h"
 #include "train/resume.h"
 #include "train/run_outputs.h"
+#include "train/run_stats.h"
 #include "train/stop_agreement.h"
 #include "train/utilization_watch.h"
 #include "train/validation_means.h"

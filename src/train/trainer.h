@@ -11,10 +11,11 @@
 
 #include "train/config.h"
 #include "train/module.h"
-#include "train/run_stats.h"
 #include "train/world_join.h"
 
 namespace ddp {
+
+struct RunStats;  // train/run_stats.h: what the run measured, as summary.json holds it
 
 class Trainer {
  public:

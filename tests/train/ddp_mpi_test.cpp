@@ -11,6 +11,7 @@
 #include "dist/bucket_plan.h"
 #include "support/run_command.h"
 #include "train/regression_task.h"
+#include "train/run_stats.h"
 #include "train/trainer.h"
 
 namespace ddp {

@@ -15,6 +15,7 @@
 #include "support/run_command.h"
 #include "train/options.h"
 #include "train/regression_task.h"
+#include "train/run_stats.h"
 #include "train/world_join.h"
 
 namespace ddp {

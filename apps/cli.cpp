@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "base/error.h"
 #include "base/stop_signal.h"
@@ -17,24 +18,23 @@
 #include "train/options.h"
 #include "train/regression_task.h"
 #include "train/trainer.h"
+#include "train/world_join.h"
 
 namespace ddp {
 namespace {
 
-int run_train(const CLI::App& command, const RunOptions& run, bool overwrite, int argc, char** argv) {
+int run_train(const CLI::App& command, const RunOptions& run, bool overwrite) {
   Config config = resolve_config(typed_options(command, run), run.preset, run.config_file);
   validate_config(config);
   config.trainer.overwrite = overwrite;
-  if (config.trainer.strategy == "single" && launched_by_mpi() && launcher_world_size() > 1) {
+  if (config.trainer.strategy == Strategy::kSingle && launched_by_mpi() && launcher_world_size() > 1) {
     throw UsageError(fmt::format("--strategy single trains on one device, but mpirun started {} ranks; use "
                                  "--strategy ddp (or auto)",
                                  launcher_world_size()));
   }
   // One process per device, as Lightning's DDP launcher re-runs the script: this process
   // only launches and supervises them.
-  if (config.trainer.devices > 1 && !launched_by_mpi()) {
-    return relaunch_under_mpirun(argc, argv, {config.trainer.devices, config.trainer.threads_per_device, run.verbose});
-  }
+  if (const std::optional<int> job = run_ranks_if_launcher(config.trainer, run.verbose)) return *job;
 
   // Taken from here until the process has exited: a signal during the last step, the
   // summary or MPI's finalisation is taken like any other, never the default action that
@@ -45,7 +45,8 @@ int run_train(const CLI::App& command, const RunOptions& run, bool overwrite, in
   // The seed's timer starts before the Trainer; a rank that ddpscope launched under mpirun
   // counts from the launch, so the time includes starting the job.
   const auto start = job_start_time();
-  Trainer trainer(config.trainer, resolved_options(config));
+  const Hparams hparams = resolved_options(config);
+  Trainer trainer(config.trainer, join_world(config.trainer, hparams), hparams);
   trainer.fit(model, data);
   if (trainer.is_global_zero() && !trainer.nothing_left_to_train()) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -99,7 +100,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     throw UsageError(fmt::format("{}; run 'ddpscope --help' or 'ddpscope train --help'", in_user_words(app, e, argc, argv)));
   }
-  if (train->parsed()) return run_train(*train, train_options, train_overwrite, argc, argv);
+  if (train->parsed()) return run_train(*train, train_options, train_overwrite);
   return run_doctor_commands(doctor_commands, argc, argv);
 }
 

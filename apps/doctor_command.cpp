@@ -81,7 +81,7 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
   if (config.preset == "seed" && ablations) {
     // The seed's script probes utilization inside every step: the baseline keeps that habit,
     // and an ablation measures what sampling in the background saves.
-    config.trainer.monitor_mode = "per-step";
+    config.trainer.monitor_mode = MonitorMode::kPerStep;
     notes.push_back("The baseline keeps the seed's habit of probing device utilization inside every training step "
                     "(--monitor-mode per-step); the ablation monitor-background measures its cost.");
   }

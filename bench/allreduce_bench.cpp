@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "dist/grad_reducer.h"
+#include "tensor/kernels.h"
 #include "dist/mpi_c.h"
 #include "dist/mpi_communicator.h"
 #include "nn/mlp.h"
@@ -126,7 +127,7 @@ void bench_raw_single() {
 // that there is something to overlap: 257, 65,792, 65,792 and 2,816 floats.
 class OverlapBench {
  public:
-  OverlapBench(Communicator& comm) : comm_(comm), model_(MlpShape{}, kBatch), x_(kBatch * 10), y_(kBatch) {
+  OverlapBench(Communicator& comm) : comm_(comm), model_(MlpShape{}), work_(MlpShape{}, kBatch), x_(kBatch * 10), y_(kBatch) {
     model_.init_like_pytorch(1);
     for (std::size_t i = 0; i < x_.size(); ++i) x_[i] = std::sin(0.1f * i + comm.rank());
     for (std::size_t i = 0; i < y_.size(); ++i) y_[i] = std::cos(0.3f * i);
@@ -137,17 +138,17 @@ class OverlapBench {
 
   void forward() {
     model_.zero_grads();
-    model_.forward(x_.data(), kBatch);
-    model_.mse_loss_and_grad(y_.data(), kBatch, 1.0f);
+    model_.forward(x_.data(), kBatch, work_);
+    mse_loss_gradient(Place::kHost, work_.output(), y_.data(), work_.output_gradient(), kBatch, 1, 1.0f);
   }
   void compute_only() {
     forward();
-    model_.backward(x_.data(), kBatch);
+    model_.backward(x_.data(), kBatch, work_);
   }
   void reducer_step(GradReducer& reducer) {
     forward();
     reducer.begin_backward(true);
-    model_.backward(x_.data(), kBatch, reducer.layer_hook());
+    model_.backward(x_.data(), kBatch, work_, reducer.layer_hook());
     reducer.finish();
   }
   // The alternative design: a communication thread runs the blocking MPI_Allreduce of
@@ -156,7 +157,7 @@ class OverlapBench {
   void thread_step() {
     forward();
     std::size_t next = 0;
-    model_.backward(x_.data(), kBatch, [&](int64_t layer) {
+    model_.backward(x_.data(), kBatch, work_, [&](int64_t layer) {
       if (layer != buckets_[next].first_layer) return;
       if (++next == buckets_.size()) return;
       {
@@ -213,6 +214,7 @@ class OverlapBench {
   static constexpr int64_t kBatch = 256;
   Communicator& comm_;
   Mlp model_;
+  Workspace work_;
   std::vector<float> x_, y_;
   MPI_Comm raw_;
   std::vector<GradBucket> buckets_;

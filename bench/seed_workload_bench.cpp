@@ -16,6 +16,7 @@
 #include "tensor/buffer.h"
 #include "tensor/gemm.h"
 #include "train/regression_task.h"
+#include "train/run_summary.h"
 #include "train/trainer.h"
 
 namespace {
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
   ddp::Config config;  // the seed's defaults
   config.trainer.max_epochs = epochs;
   config.trainer.accumulate_grad_batches = 3;
-  config.trainer.progress_bar = "off";
+  config.trainer.progress_bar = ddp::ProgressMode::kOff;
   const auto root = std::filesystem::temp_directory_path() / "ddpscope_seed_bench";
   std::filesystem::remove_all(root);
   config.trainer.default_root_dir = root.string();
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
 
   ddp::RegressionDataModule data(config);
   ddp::RegressionModel model(config);
-  ddp::Trainer trainer(config.trainer);
+  ddp::Trainer trainer(config.trainer, ddp::join_world(config.trainer));
   trainer.fit(model, data);
   const ddp::RunSummary& stats = trainer.stats();
   const double wall = stats.wall_seconds;

@@ -1,14 +1,19 @@
 // The seed's PyTorch Lightning script (shared/seed), written line for line against the
-// ddpscope C++ API. Differences, on purpose: the model's output and the target have the
-// same shape (the seed's [B,1,1] vs [B,1] broadcast is a bug), and device utilization is
-// sampled by the trainer's monitor instead of initialising NVML inside every step.
+// ddpscope C++ API, with the seed's own Trainer: DDP on 3 devices (one CPU core each; on a
+// machine with fewer cores the launcher says it oversubscribes). Started by hand, this
+// process re-runs itself under mpirun as Lightning's DDP launcher re-runs the script.
+// Differences, on purpose: the model's output and the target have the same shape (the
+// seed's [B,1,1] vs [B,1] broadcast is a bug), and device utilization is sampled by the
+// trainer's monitor instead of initialising NVML inside every step.
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "base/random.h"
 #include "train/module.h"
 #include "train/trainer.h"
+#include "train/world_join.h"
 
 class SimpleDataset : public ddp::Dataset {
  public:
@@ -57,16 +62,16 @@ class SimpleModel : public ddp::LightningModule {
   // fc1 Linear(10,256), fc2 Linear(256,256), fc3 Linear(256,256), fc4 Linear(256,1), ReLU between.
   SimpleModel() : LightningModule({.input_dim = 10, .hidden_size = 256, .hidden_layers = 3, .output_dim = 1}) {}
 
-  double training_step(const ddp::Batch& batch, int64_t /*batch_idx*/) override {
+  ddp::Loss training_step(const ddp::Batch& batch, int64_t /*batch_idx*/) override {
     const float* y_pred = forward(batch);
-    const double loss = mse_loss(y_pred, batch);
+    const ddp::Loss loss = mse_loss(y_pred, batch);
     log("train_loss", loss);
     return loss;
   }
 
-  double validation_step(const ddp::Batch& batch, int64_t /*batch_idx*/) override {
+  ddp::Loss validation_step(const ddp::Batch& batch, int64_t /*batch_idx*/) override {
     const float* y_pred = forward(batch);
-    const double loss = mse_loss(y_pred, batch);
+    const ddp::Loss loss = mse_loss(y_pred, batch);
     log("val_loss", loss);
     return loss;
   }
@@ -75,12 +80,16 @@ class SimpleModel : public ddp::LightningModule {
 };
 
 int main() {
+  const ddp::TrainerOptions options{.strategy = ddp::Strategy::kDdp, .devices = 3, .max_epochs = 200, .accumulate_grad_batches = 3};
+  // Lightning's DDP launcher: the process started by hand runs the 3 ranks and returns their exit code.
+  if (const std::optional<int> job = ddp::run_ranks_if_launcher(options)) return *job;
+
   SimpleDataModule data_module(/*batch_size=*/256, /*size=*/5000);
   SimpleModel model;
 
   const auto start_time = std::chrono::steady_clock::now();
 
-  ddp::Trainer trainer({.strategy = "auto", .devices = 1, .max_epochs = 200, .accumulate_grad_batches = 3});
+  ddp::Trainer trainer(options, ddp::join_world(options));
 
   trainer.fit(model, data_module);
   if (trainer.is_global_zero()) {

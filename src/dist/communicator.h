@@ -1,6 +1,9 @@
 #pragma once
 // What ranks say to each other (DESIGN §3). Two implementations: local (one rank, every
 // call a no-op or a copy) and MPI. Nothing home-made carries bytes between processes.
+// The gradient path asks for what a GPU transport (NCCL) gives: an average computed by
+// the transport, ordered on a device stream; on the host the stream is null and the MPI
+// path folds the 1/W into the pass that completes the sum.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +23,13 @@ class PendingAllreduce {
   virtual bool test() = 0;
 };
 
+// A device queue that orders a collective after the kernels before it (a CUDA stream, with
+// the CUDA backend). Null on the host: the call runs on the calling thread.
+struct Stream {
+  void* handle = nullptr;
+  bool on_host() const { return handle == nullptr; }
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -30,6 +40,11 @@ class Communicator {
   virtual void allreduce_sum(std::span<double> data) = 0;
   // Starts an in-place sum; data must stay alive and untouched until wait() returns.
   virtual std::unique_ptr<PendingAllreduce> allreduce_sum_async(std::span<float> data) = 0;
+  // In-place means over all ranks (the sum times 1/W, as the reducer always averaged),
+  // ordered on stream; host streams only until a device transport is built.
+  virtual void allreduce_mean(std::span<float> data, Stream stream) = 0;
+  // Starts one; the data holds the mean once wait() returns or test() returned true.
+  virtual std::unique_ptr<PendingAllreduce> allreduce_mean_async(std::span<float> data, Stream stream) = 0;
   // Root's bytes to every rank.
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;

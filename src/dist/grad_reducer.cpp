@@ -19,16 +19,17 @@ GradReducer::GradReducer(Communicator& comm, Mlp& model, const GradReducerOption
       grads_(model.grads()),
       num_layers_(static_cast<int64_t>(model.layers().size())),
       options_(options),
-      buckets_(plan_buckets(model.layers(), options.bucket_cap_bytes, options.first_bucket_cap_bytes)) {
+      buckets_(comm.size() == 1 ? std::vector<GradBucket>{}
+                                : plan_buckets(model.layers(), options.bucket_cap_bytes, options.first_bucket_cap_bytes)) {
   DDP_CHECK(options.bucket_cap_bytes > 0 && options.first_bucket_cap_bytes > 0);
-  DDP_CHECK(buckets_.front().end == grads_.size() && buckets_.back().begin == 0);
+  DDP_CHECK(comm.size() == 1 || (buckets_.front().end == grads_.size() && buckets_.back().begin == 0));
   in_flight_.reserve(buckets_.size());
 }
 
 void GradReducer::begin_backward(bool sync) {
   DDP_CHECK(next_layer_ < 0, "begin_backward() before the previous synced backward's finish()");
-  sync_ = sync;
-  if (!sync) return;
+  sync_ = sync && comm_.size() > 1;  // alone there is nothing to average
+  if (!sync_) return;
   next_layer_ = num_layers_ - 1;
   next_bucket_ = 0;
 }
@@ -45,7 +46,7 @@ void GradReducer::on_layer_done(int64_t layer) {
     const bool last = ++next_bucket_ == buckets_.size();
     if (!last) {  // finish() reduces the last one with the blocking allreduce
       const int64_t started = steady_now_ns();
-      in_flight_.push_back({slice(bucket), comm_.allreduce_sum_async(slice(bucket)), started});
+      in_flight_.push_back({slice(bucket), comm_.allreduce_mean_async(slice(bucket), Stream{}), started});
       ++stats_.calls;
       stats_.bytes += static_cast<int64_t>(bucket.bytes());
     }
@@ -60,10 +61,9 @@ void GradReducer::finish() {
   const int64_t backward_end = steady_now_ns();
   if (!options_.overlap) {
     const auto start = std::chrono::steady_clock::now();
-    comm_.allreduce_sum(grads_);
+    comm_.allreduce_mean(grads_, Stream{});
     count(grads_, seconds_since(start));
     record(steady_ns(start), steady_now_ns(), grads_.size_bytes(), backward_end);
-    divide_by_world(grads_);
     return;
   }
   for (InFlight& f : in_flight_) {
@@ -71,15 +71,13 @@ void GradReducer::finish() {
     f.request->wait();
     stats_.seconds += seconds_since(start);
     record(f.start_ns, steady_now_ns(), f.slice.size_bytes(), backward_end);
-    divide_by_world(f.slice);
   }
   in_flight_.clear();
   const std::span<float> last = slice(buckets_.back());
   const auto start = std::chrono::steady_clock::now();
-  comm_.allreduce_sum(last);
+  comm_.allreduce_mean(last, Stream{});
   count(last, seconds_since(start));
   record(steady_ns(start), steady_now_ns(), last.size_bytes(), backward_end);
-  divide_by_world(last);
 }
 
 // An allreduce from start to end; the part before backward ended was hidden behind it.
@@ -96,12 +94,6 @@ void GradReducer::count(std::span<float> slice, double seconds) {
   ++stats_.calls;
   stats_.bytes += static_cast<int64_t>(slice.size_bytes());
   stats_.seconds += seconds;
-}
-
-void GradReducer::divide_by_world(std::span<float> slice) const {
-  if (comm_.size() == 1) return;
-  const float inverse = 1.0f / static_cast<float>(comm_.size());
-  for (float& g : slice) g *= inverse;
 }
 
 }  // namespace ddp

@@ -1,12 +1,16 @@
 #pragma once
 // Averages gradients across ranks in buckets (DESIGN §3), as PyTorch DDP's Reducer does.
 // Per micro-batch:
-//   reducer.begin_backward(sync);                 // sync = micro + 1 == accumulate
-//   model.backward(x, b, reducer.layer_hook());   // full buckets start reducing
-//   reducer.finish();                             // comm_wait: all reduced, divided by W
+//   reducer.begin_backward(sync);                       // sync = micro + 1 == accumulate
+//   model.backward(x, b, work, reducer.layer_hook());   // full buckets start reducing
+//   if (reducer.syncing()) reducer.finish();            // comm_wait: all reduced, averaged
 // A micro-batch with sync == false (Lightning's no_sync) communicates nothing; its
-// gradients accumulate locally and travel with the next synced micro-batch.
+// gradients accumulate locally and travel with the next synced micro-batch. On one rank
+// the reducer is a no-op (no buckets, an empty layer hook, never syncing), so the training
+// step has one shape for any world size and costs nothing extra alone.
 //
+// Averaging is the transport's (Communicator::allreduce_mean): MPI scales the sum by 1/W in
+// the pass that completes it, NCCL would reduce with ncclAvg.
 // Overlap: a bucket whose layers are all done starts a nonblocking allreduce at once, and
 // every later layer's callback tests the pending ones, which is when MPI moves them on;
 // finish() waits for them in order. The last bucket (full only when backward ends) is
@@ -57,11 +61,16 @@ class GradReducer {
   void begin_backward(bool sync);
   // Backward's callback: layer l's gradients are final (l = L-1 down to 0, each once).
   void on_layer_done(int64_t layer);
+  // Empty on one rank: backward then makes no call per layer.
   std::function<void(int64_t)> layer_hook() {
+    if (comm_.size() == 1) return {};
     return [this](int64_t layer) { on_layer_done(layer); };
   }
-  // After backward: returns once every rank's gradients are summed and divided by W
-  // (at once when the micro-batch did not sync).
+  // Between begin_backward(true) and finish() with more than one rank: there is
+  // communication to wait for.
+  bool syncing() const { return sync_; }
+  // After backward: returns once every rank's gradients are averaged (at once when the
+  // micro-batch did not sync).
   void finish();
 
   const std::vector<GradBucket>& buckets() const { return buckets_; }
@@ -81,7 +90,6 @@ class GradReducer {
 
   std::span<float> slice(const GradBucket& bucket) const { return grads_.subspan(bucket.begin, bucket.end - bucket.begin); }
   void count(std::span<float> slice, double seconds);
-  void divide_by_world(std::span<float> slice) const;
 
   Communicator& comm_;
   std::span<float> grads_;

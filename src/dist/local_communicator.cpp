@@ -3,10 +3,13 @@
 
 #include <array>
 
+#include "base/error.h"
 #include "dist/communicator.h"
 
 namespace ddp {
 namespace {
+
+void check_place_built(Stream stream) { DDP_CHECK(stream.on_host(), "device streams are not built"); }
 
 class DoneAllreduce final : public PendingAllreduce {
  public:
@@ -21,6 +24,12 @@ class LocalCommunicator final : public Communicator {
   void allreduce_sum(std::span<float>) override {}
   void allreduce_sum(std::span<double>) override {}
   std::unique_ptr<PendingAllreduce> allreduce_sum_async(std::span<float>) override {
+    return std::make_unique<DoneAllreduce>();
+  }
+  // The mean over one rank is the data.
+  void allreduce_mean(std::span<float>, Stream stream) override { check_place_built(stream); }
+  std::unique_ptr<PendingAllreduce> allreduce_mean_async(std::span<float>, Stream stream) override {
+    check_place_built(stream);
     return std::make_unique<DoneAllreduce>();
   }
   void broadcast(std::span<std::byte>, int) override {}

@@ -38,31 +38,51 @@ class Armed {
   CommWatchdog& watchdog_;
 };
 
+// data *= 1/W: the mean from the sum, in the pass that follows the reduction.
+void scale_to_mean(std::span<float> data, int world) {
+  if (world == 1) return;
+  const float inverse = 1.0f / static_cast<float>(world);
+  for (float& x : data) x *= inverse;
+}
+
+void check_host(Stream stream) { DDP_CHECK(stream.on_host(), "device streams are not built"); }
+
+// mean_of: the data to turn into the mean once the sum is complete (empty for a sum).
 class MpiPendingAllreduce final : public PendingAllreduce {
  public:
-  MpiPendingAllreduce(MPI_Request request, CommWatchdog& watchdog, int64_t number, int rank)
-      : request_(request), watchdog_(watchdog), number_(number), rank_(rank) {}
+  MpiPendingAllreduce(MPI_Request request, CommWatchdog& watchdog, int64_t number, int rank,
+                      std::span<float> mean_of = {}, int world = 1)
+      : request_(request), watchdog_(watchdog), number_(number), rank_(rank), mean_of_(mean_of), world_(world) {}
   ~MpiPendingAllreduce() override {
     // MPI requires completion; an error here has no one left to report to.
     if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
   void wait() override {
     if (request_ == MPI_REQUEST_NULL) return;
-    Armed armed(watchdog_, number_, "allreduce");
-    check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait(MPI_Iallreduce)", rank_);
+    {
+      Armed armed(watchdog_, number_, "allreduce");
+      check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait(MPI_Iallreduce)", rank_);
+    }
+    completed();
   }
   bool test() override {
     if (request_ == MPI_REQUEST_NULL) return true;
     int done = 0;
     check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test(MPI_Iallreduce)", rank_);
-    return done != 0;  // MPI_Test sets request_ to MPI_REQUEST_NULL once done
+    if (done != 0) completed();  // MPI_Test sets request_ to MPI_REQUEST_NULL once done
+    return done != 0;
   }
 
  private:
+  // Runs once: after it request_ is MPI_REQUEST_NULL and both calls return at once.
+  void completed() { scale_to_mean(mean_of_, world_); }
+
   MPI_Request request_;
   CommWatchdog& watchdog_;
   int64_t number_;
   int rank_;
+  std::span<float> mean_of_;
+  int world_;
 };
 
 class MpiCommunicator final : public Communicator {
@@ -113,13 +133,17 @@ class MpiCommunicator final : public Communicator {
   void allreduce_sum(std::span<double> data) override { allreduce(data, MPI_DOUBLE); }
 
   std::unique_ptr<PendingAllreduce> allreduce_sum_async(std::span<float> data) override {
-    DDP_CHECK(data.size() <= kMaxCount, "asynchronous allreduce of more than 2^30 floats");
-    const int64_t number = watchdog_->begin();
-    MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, comm_,
-                             &request),
-              "MPI_Iallreduce", rank_);
-    return std::make_unique<MpiPendingAllreduce>(request, *watchdog_, number, rank_);
+    return start_allreduce(data, {});
+  }
+
+  void allreduce_mean(std::span<float> data, Stream stream) override {
+    check_host(stream);
+    allreduce(data, MPI_FLOAT);
+    scale_to_mean(data, size_);
+  }
+  std::unique_ptr<PendingAllreduce> allreduce_mean_async(std::span<float> data, Stream stream) override {
+    check_host(stream);
+    return start_allreduce(data, data);
   }
 
   void broadcast(std::span<std::byte> data, int root) override {
@@ -154,6 +178,16 @@ class MpiCommunicator final : public Communicator {
       check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data() + begin, static_cast<int>(n), type, MPI_SUM, comm_),
                 "MPI_Allreduce", rank_);
     }
+  }
+
+  std::unique_ptr<PendingAllreduce> start_allreduce(std::span<float> data, std::span<float> mean_of) {
+    DDP_CHECK(data.size() <= kMaxCount, "asynchronous allreduce of more than 2^30 floats");
+    const int64_t number = watchdog_->begin();
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, comm_,
+                             &request),
+              "MPI_Iallreduce", rank_);
+    return std::make_unique<MpiPendingAllreduce>(request, *watchdog_, number, rank_, mean_of, size_);
   }
 
   template <typename T>

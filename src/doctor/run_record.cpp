@@ -32,7 +32,7 @@ RunRecord run_training(const std::string& executable, const Config& config, int 
   run.config.trainer.devices = devices;
   // --num-nodes H with one slot per host (the local cluster's hostfile): d < H ranks fill d hosts.
   run.config.trainer.num_nodes = std::min(devices, config.trainer.num_nodes);
-  run.config.trainer.strategy = devices > 1 ? "ddp" : "auto";
+  run.config.trainer.strategy = devices > 1 ? Strategy::kDdp : Strategy::kAuto;
   run.epochs_full = config.trainer.max_epochs;
   run.epochs_run = epochs;
 
@@ -40,7 +40,7 @@ RunRecord run_training(const std::string& executable, const Config& config, int 
   std::replace(folder.begin(), folder.end(), ' ', '_');
   Config to_run = run.config;
   to_run.trainer.max_epochs = epochs;
-  to_run.trainer.progress_bar = "off";
+  to_run.trainer.progress_bar = ProgressMode::kOff;
   to_run.trainer.default_root_dir = root.string();
   to_run.trainer.name = "runs";
   to_run.trainer.version = folder;

@@ -128,7 +128,7 @@ WorkloadConfig workload_for(const Config& config, int devices) {
   w.limit_train_batches_is_count = t.limit_train_batches_is_count;
   w.bucket_cap_mb = t.bucket_cap_mb;
   w.sync_every_micro_batch = t.sync_every_micro_batch;
-  w.monitor_per_step = t.monitor_mode == "per-step";
+  w.monitor_per_step = t.monitor_mode == MonitorMode::kPerStep;
   return w;
 }
 

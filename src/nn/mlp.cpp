@@ -11,66 +11,26 @@
 
 namespace ddp {
 
-std::vector<int64_t> MlpShape::widths() const {
-  std::vector<int64_t> w;
-  w.reserve(static_cast<std::size_t>(hidden_layers + 2));
-  w.push_back(input_dim);
-  for (int64_t l = 0; l < hidden_layers; ++l) w.push_back(hidden_size);
-  w.push_back(output_dim);
-  return w;
-}
-
 namespace {
 
-std::vector<LinearLayout> make_layout(const MlpShape& shape) {
-  const std::vector<int64_t> widths = shape.widths();
-  std::vector<LinearLayout> layers;
-  std::size_t offset = 0;
-  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
-    LinearLayout layer;
-    layer.in = widths[l];
-    layer.out = widths[l + 1];
-    layer.weight_offset = offset;
-    offset += static_cast<std::size_t>(layer.in * layer.out);
-    layer.bias_offset = offset;
-    offset += static_cast<std::size_t>(layer.out);
-    layers.push_back(layer);
-  }
-  return layers;
-}
-
-std::size_t count_params(const std::vector<LinearLayout>& layers) {
-  const LinearLayout& last = layers.back();
-  return last.bias_offset + static_cast<std::size_t>(last.out);
-}
-
 // Options are validated where they enter (the config); a bad shape here is our own bug.
-const MlpShape& checked(const MlpShape& shape, int64_t max_batch) {
+const MlpShape& checked(const MlpShape& shape) {
   DDP_CHECK(shape.input_dim > 0 && shape.output_dim > 0 && shape.hidden_layers >= 0 &&
-            (shape.hidden_layers == 0 || shape.hidden_size > 0) && max_batch > 0);
+            (shape.hidden_layers == 0 || shape.hidden_size > 0));
   return shape;
 }
 
-int64_t max_width(const MlpShape& shape) {
-  const std::vector<int64_t> widths = shape.widths();
-  return *std::max_element(widths.begin(), widths.end());
+void check_batch(int64_t b, const Workspace& work) {
+  DDP_CHECK(b > 0 && b <= work.max_batch(), "batch larger than the workspace was sized for");
 }
 
 }  // namespace
 
-Mlp::Mlp(const MlpShape& shape, int64_t max_batch)
-    : shape_(checked(shape, max_batch)),
-      max_batch_(max_batch),
-      layers_(make_layout(shape_)),
-      params_(count_params(layers_)),
-      grads_(count_params(layers_)),
-      grad_a_(static_cast<std::size_t>(max_batch * max_width(shape_))),
-      grad_b_(static_cast<std::size_t>(max_batch * max_width(shape_))) {
-  activations_.reserve(layers_.size());
-  for (const LinearLayout& layer : layers_) {
-    activations_.emplace_back(static_cast<std::size_t>(max_batch * layer.out));
-  }
-}
+Mlp::Mlp(const MlpShape& shape, Place place)
+    : shape_(checked(shape)),
+      layers_(layer_layout(shape_)),
+      params_(parameter_count(layers_), place),
+      grads_(parameter_count(layers_), place) {}
 
 void Mlp::init_like_pytorch(uint64_t seed) {
   // nn.Linear's kaiming_uniform_(a=sqrt(5)) for the weight and its bias init both reduce to
@@ -88,53 +48,47 @@ void Mlp::init_like_pytorch(uint64_t seed) {
   }
 }
 
-const float* Mlp::forward(const float* x, int64_t b) {
-  DDP_CHECK(b > 0 && b <= max_batch_, "batch larger than the max_batch the Mlp was built for");
+const float* Mlp::forward(const float* x, int64_t b, Workspace& work) const {
+  check_batch(b, work);
   const float* p = params_.data();
   const float* input = x;
   const std::size_t last = layers_.size() - 1;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const LinearLayout& layer = layers_[l];
-    float* y = activations_[l].data();
+    float* y = work.activation(l);
     // y (b,out) = input (b,in) * W^T, W is (out,in)
-    gemm(Trans::kNo, Trans::kYes, b, layer.out, layer.in, 1.0f, input, layer.in, p + layer.weight_offset,
+    gemm(place(), Trans::kNo, Trans::kYes, b, layer.out, layer.in, 1.0f, input, layer.in, p + layer.weight_offset,
          layer.in, 0.0f, y, layer.out);
-    bias_activation_forward(y, p + layer.bias_offset, b, layer.out, l != last);
+    bias_activation_forward(place(), y, p + layer.bias_offset, b, layer.out, l != last);
     input = y;
   }
   return input;
 }
 
-double Mlp::mse_loss_and_grad(const float* target, int64_t b, float scale) {
-  DDP_CHECK(b > 0 && b <= max_batch_);
-  // grad_a_ holds dLoss/dOutput (b, output_dim) for backward to start from.
-  return mse_loss_forward_backward(activations_.back().data(), target, grad_a_.data(), b, shape_.output_dim,
-                                   scale);
-}
-
-void Mlp::backward(const float* x, int64_t b, const std::function<void(int64_t layer)>& on_layer_done) {
-  DDP_CHECK(b > 0 && b <= max_batch_);
+void Mlp::backward(const float* x, int64_t b, Workspace& work,
+                   const std::function<void(int64_t layer)>& on_layer_done) {
+  check_batch(b, work);
   const float* p = params_.data();
   float* g = grads_.data();
   // dy is dLoss/d(layer output), (b,out); dx is dLoss/d(layer input), (b,in). They swap
-  // between grad_a_ and grad_b_ as the pass moves down a layer.
-  float* dy = grad_a_.data();
-  float* dx = grad_b_.data();
+  // between the workspace's two gradient buffers as the pass moves down a layer.
+  float* dy = work.output_gradient();
+  float* dx = work.gradient_scratch();
   const int64_t num_layers = static_cast<int64_t>(layers_.size());
   for (int64_t l = num_layers - 1; l >= 0; --l) {
     const LinearLayout& layer = layers_[static_cast<std::size_t>(l)];
-    const float* input = l == 0 ? x : activations_[static_cast<std::size_t>(l - 1)].data();
+    const float* input = l == 0 ? x : work.activation(static_cast<std::size_t>(l - 1));
     if (l != num_layers - 1)
-      relu_backward(dy, activations_[static_cast<std::size_t>(l)].data(), b, layer.out);
+      relu_backward(place(), dy, work.activation(static_cast<std::size_t>(l)), b, layer.out);
     // dW (out,in) += dy^T (out,b) * input (b,in)
-    gemm(Trans::kYes, Trans::kNo, layer.out, layer.in, b, 1.0f, dy, layer.out, input, layer.in, 1.0f,
+    gemm(place(), Trans::kYes, Trans::kNo, layer.out, layer.in, b, 1.0f, dy, layer.out, input, layer.in, 1.0f,
          g + layer.weight_offset, layer.in);
-    bias_grad(dy, g + layer.bias_offset, b, layer.out);
+    bias_grad(place(), dy, g + layer.bias_offset, b, layer.out);
     // Report before computing dx so that communication of this layer overlaps the rest.
     if (on_layer_done) on_layer_done(l);
     if (l == 0) break;  // nobody needs dLoss/dX
     // dx (b,in) = dy (b,out) * W (out,in)
-    gemm(Trans::kNo, Trans::kNo, b, layer.in, layer.out, 1.0f, dy, layer.out, p + layer.weight_offset,
+    gemm(place(), Trans::kNo, Trans::kNo, b, layer.in, layer.out, 1.0f, dy, layer.out, p + layer.weight_offset,
          layer.in, 0.0f, dx, layer.in);
     std::swap(dy, dx);
   }

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "tensor/buffer.h"
+
 namespace ddp {
 
 enum class OptimizerKind { kAdam, kAdamW, kSgd };
@@ -34,11 +36,17 @@ class Optimizer {
   virtual std::vector<std::pair<std::string, std::span<float>>> state() = 0;
   int64_t steps() const { return steps_; }
   void set_steps(int64_t steps) { steps_ = steps; }
+  // Where the state lives, and so where step() runs: params and grads must live there too.
+  Place place() const { return place_; }
 
  protected:
+  explicit Optimizer(Place place) : place_(place) {}
   int64_t steps_ = 0;
+  Place place_;
 };
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::size_t num_params);
+// The state allocated at place; step() switches on it (the host loops for Place::kHost).
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::size_t num_params,
+                                          Place place = Place::kHost);
 
 }  // namespace ddp

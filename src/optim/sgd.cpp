@@ -4,12 +4,22 @@
 
 namespace ddp {
 
-Sgd::Sgd(const OptimizerConfig& config, std::size_t num_params)
-    : config_(config), num_params_(num_params), momentum_buffer_(config.momentum != 0.0 ? num_params : 0) {
+Sgd::Sgd(const OptimizerConfig& config, std::size_t num_params, Place place)
+    : Optimizer(place),
+      config_(config),
+      num_params_(num_params),
+      momentum_buffer_(config.momentum != 0.0 ? num_params : 0, place) {
   DDP_CHECK(config.kind == OptimizerKind::kSgd);
 }
 
 void Sgd::step(std::span<float> params, std::span<const float> grads) {
+  switch (place_) {
+    case Place::kHost: return step_on_host(params, grads);
+  }
+  place_not_built(place_);
+}
+
+void Sgd::step_on_host(std::span<float> params, std::span<const float> grads) {
   const std::size_t n = num_params_;
   DDP_CHECK(params.size() == n && grads.size() == n, "params/grads differ from the optimizer's size");
   const float lr = static_cast<float>(config_.lr);

@@ -3,9 +3,12 @@
 // validated in one place (options.cpp); printed into hparams.yaml and summary.json.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nn/mlp.h"
 #include "optim/optimizer.h"
+#include "train/option_enums.h"
 
 namespace ddp {
 
@@ -19,10 +22,10 @@ struct DataOptions {
 };
 
 // Lightning's Trainer arguments. Field order lets the seed write
-// Trainer({.strategy = "ddp", .devices = 3, .max_epochs = 200, .accumulate_grad_batches = 3}).
+// Trainer({.strategy = Strategy::kDdp, .devices = 3, .max_epochs = 200, .accumulate_grad_batches = 3}).
 struct TrainerOptions {
-  std::string accelerator = "cpu";  // cpu | cuda | auto
-  std::string strategy = "auto";    // auto | single | ddp
+  Accelerator accelerator = Accelerator::kCpu;
+  Strategy strategy = Strategy::kAuto;
   int devices = 0;  // 0: auto (the MPI world's size under mpirun, else 1)
   int num_nodes = 1;
   int64_t max_epochs = 200;
@@ -39,20 +42,24 @@ struct TrainerOptions {
   bool no_overlap = false;
   bool sync_every_micro_batch = false;
   // observability and outputs
-  std::string profiler = "simple";  // none | simple | trace
+  Profiler profiler = Profiler::kSimple;
   int monitor_interval_ms = 100;
-  std::string monitor_mode = "background";  // background | per-step
-  std::string logger = "csv";               // comma list of csv,tensorboard,jsonl, or none
+  MonitorMode monitor_mode = MonitorMode::kBackground;
+  LoggerList logger = {LoggerKind::kCsv};  // empty: none
   std::string default_root_dir = ".";
   std::string name = "ddpscope_logs";
   std::string version;                 // empty: the next free version_<n>
   bool overwrite = false;              // replace the --version folder when it exists
-  std::string progress_bar = "auto";  // auto | on | off
+  ProgressMode progress_bar = ProgressMode::kAuto;
   // checkpoints
   std::string ckpt_path;
   int64_t checkpoint_every_n_epochs = 0;
   std::string init_from;
 };
+
+// The resolved options as (name, text) in the option table's order: what hparams.yaml and
+// summary.json record and what ranks compare before they train together.
+using Hparams = std::vector<std::pair<std::string, std::string>>;
 
 struct Config {
   MlpShape model;
@@ -60,6 +67,11 @@ struct Config {
   DataOptions data;
   OptimizerConfig optimizer;
   bool weight_decay_given = false;  // else PyTorch's default for the optimizer (AdamW: 0.01)
+  // The last --logger text when it was not a valid list, and what was expected instead:
+  // refused by validate_config after the checks that come before it, as a later --logger
+  // that is valid replaces it.
+  std::string refused_logger;
+  std::string refused_logger_expected;
   TrainerOptions trainer;
   std::string preset;       // "" or "seed"
   std::string config_file;  // --config FILE.yaml, when given

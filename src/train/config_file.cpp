@@ -118,20 +118,9 @@ void validate_config(const Config& c) {
     reject_value("data", c.data.data, "random, teacher or csv:PATH");
   }
   if (c.data.data == "csv:") reject_value("data", c.data.data, "csv:PATH with a file path");
-  // The logger list: known names, no duplicates, 'none' alone.
-  std::vector<std::string> loggers;
-  for (size_t start = 0; start <= t.logger.size();) {
-    const size_t comma = std::min(t.logger.find(',', start), t.logger.size());
-    loggers.push_back(t.logger.substr(start, comma - start));
-    start = comma + 1;
-  }
-  for (const std::string& name : loggers) {
-    if (name != "csv" && name != "tensorboard" && name != "jsonl" && name != "none") {
-      reject_value("logger", t.logger, "a comma list of csv, tensorboard, jsonl, or none");
-    }
-    if (std::count(loggers.begin(), loggers.end(), name) > 1 || (name == "none" && loggers.size() > 1)) {
-      reject_value("logger", t.logger, "each of csv, tensorboard, jsonl at most once, or none alone");
-    }
+  // The logger list: known names, no duplicates, 'none' alone (parsed by the option table).
+  if (!c.refused_logger_expected.empty()) {
+    reject_value("logger", c.refused_logger, c.refused_logger_expected);
   }
   // One folder each inside the root: '.' or '..' would put the run's files beside or above it.
   const auto is_dots = [](const std::string& folder) { return folder == "." || folder == ".."; };
@@ -151,8 +140,8 @@ void validate_config(const Config& c) {
   auto not_yet = [](const std::string& what) {
     throw UsageError(what + " is not available in this version of ddpscope yet; see docs/usage.md");
   };
-  if (t.accelerator == "cuda") not_yet("--accelerator cuda (GPU training)");
-  if (t.strategy == "single" && t.devices > 1) {
+  if (t.accelerator == Accelerator::kCuda) not_yet("--accelerator cuda (GPU training)");
+  if (t.strategy == Strategy::kSingle && t.devices > 1) {
     throw UsageError(fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp",
                                  t.devices));
   }

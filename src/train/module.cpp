@@ -1,20 +1,31 @@
 #include "train/module.h"
 
+#include "base/error.h"
 #include "tensor/kernels.h"
 #include "train/metric_sink.h"
 
 namespace ddp {
 
-LightningModule::LightningModule(const MlpShape& shape, uint64_t seed)
-    : network_(std::make_unique<Mlp>(shape, 1)) {
-  network_->init_like_pytorch(seed);
+LightningModule::LightningModule(const MlpShape& shape, uint64_t seed) : network_(shape), workspace_(shape, 1) {
+  network_.init_like_pytorch(seed);
 }
 
-const float* LightningModule::forward(const Batch& batch) { return network_->forward(batch.x, batch.size); }
+void LightningModule::reserve_batch(int64_t max_batch) {
+  DDP_CHECK(max_batch > 0, "reserve_batch needs a batch of at least one row");
+  if (max_batch != workspace_.max_batch()) workspace_ = Workspace(network_.shape(), max_batch, network_.place());
+}
 
-double LightningModule::mse_loss(const float* y_pred, const Batch& batch) {
-  if (training_) return network_->mse_loss_and_grad(batch.y, batch.size, loss_scale_);
-  return ddp::mse_loss(y_pred, batch.y, batch.size, network_->shape().output_dim);
+void LightningModule::log_to(MetricSink* sink, int64_t batch_size) {
+  sink_ = sink;
+  batch_size_ = batch_size;
+}
+
+const float* LightningModule::forward(const Batch& batch) { return network_.forward(batch.x, batch.size, workspace_); }
+
+Loss LightningModule::mse_loss(const float* y_pred, const Batch& batch) const {
+  const int64_t cols = network_.shape().output_dim;
+  const Place place = network_.place();
+  return Loss::mse(ddp::mse_loss(place, y_pred, batch.y, batch.size, cols), y_pred, batch.y, batch.size, cols, place);
 }
 
 void LightningModule::log(std::string_view name, double value) {

@@ -10,7 +10,9 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "nn/mlp.h"
+#include "nn/workspace.h"
 #include "optim/optimizer.h"
+#include "train/loss.h"
 
 namespace ddp {
 
@@ -22,30 +24,37 @@ class LightningModule {
   explicit LightningModule(const MlpShape& shape, uint64_t seed = 0);
   virtual ~LightningModule() = default;
 
-  // Forward and loss of one micro-batch; the Trainer runs backward and the optimizer.
-  virtual double training_step(const Batch& batch, int64_t batch_idx) = 0;
-  virtual double validation_step(const Batch& batch, int64_t batch_idx) = 0;
+  // Forward and loss of one micro-batch. The Loss returned by a training step must carry
+  // its gradient (return what mse_loss gives): the Trainer seeds backward from it, then
+  // runs the reducer and the optimizer.
+  virtual Loss training_step(const Batch& batch, int64_t batch_idx) = 0;
+  virtual Loss validation_step(const Batch& batch, int64_t batch_idx) = 0;
   virtual OptimizerConfig configure_optimizers() = 0;
 
-  Mlp& network() { return *network_; }
-  const Mlp& network() const { return *network_; }
+  // The parameters and gradients, and the activations of the current step apart from them.
+  Mlp& network() { return network_; }
+  const Mlp& network() const { return network_; }
+  Workspace& workspace() { return workspace_; }
+  // Sizes the activations for batches of up to max_batch rows (> 0); forward refuses a
+  // larger one. The Trainer calls it once before training, with its largest batch.
+  void reserve_batch(int64_t max_batch);
+  // Where self.log writes during the next step, weighted by its batch size (null: nowhere).
+  void log_to(MetricSink* sink, int64_t batch_size);
 
  protected:
   // self(x): the network's (B, output_dim) output for the batch.
   const float* forward(const Batch& batch);
-  // MSELoss()(y_pred, y), with matching shapes (B, output_dim). In a training step it also
-  // prepares backward (the gradient, scaled for gradient accumulation).
-  double mse_loss(const float* y_pred, const Batch& batch);
+  // MSELoss()(y_pred, y), with matching shapes (B, output_dim); the Loss carries its gradient.
+  Loss mse_loss(const float* y_pred, const Batch& batch) const;
   // self.log(name, value): the last value per logging step in training, the batch-size
   // weighted mean over the epoch in validation (Lightning's defaults).
   void log(std::string_view name, double value);
+  void log(std::string_view name, const Loss& loss) { log(name, loss.value()); }
 
  private:
-  friend class Trainer;
-  std::unique_ptr<Mlp> network_;
-  MetricSink* sink_ = nullptr;  // set by the Trainer while it runs steps
-  bool training_ = false;
-  float loss_scale_ = 1.0f;
+  Mlp network_;
+  Workspace workspace_;
+  MetricSink* sink_ = nullptr;
   int64_t batch_size_ = 0;  // of the step being run, for the weighted epoch mean
 };
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "base/error.h"
 #include "train/parse_value.h"
@@ -56,18 +58,57 @@ OptionSpec text(std::string name, std::string group, std::string help, Field fie
   return spec;
 }
 
+[[noreturn]] void reject_choice(const std::string& name, const std::string& v, const std::vector<std::string_view>& list) {
+  reject_value(name, v, "one of " + fmt::format("{}", fmt::join(list, ", ")));
+}
+
+// A text option with a fixed list of values.
 template <typename Field>
-OptionSpec choice(std::string name, std::string group, std::string help,
-                  std::initializer_list<std::string_view> choices, Field field) {
+OptionSpec text_choice(std::string name, std::string group, std::string help,
+                       std::initializer_list<std::string_view> choices, Field field) {
   OptionSpec spec = named(name, std::move(group), std::move(help));
-  std::vector<std::string> list(choices.begin(), choices.end());
+  std::vector<std::string_view> list(choices.begin(), choices.end());
   spec.set = [name, list, field](Config& c, const std::string& v) {
-    if (std::find(list.begin(), list.end(), v) == list.end()) {
-      reject_value(name, v, "one of " + fmt::format("{}", fmt::join(list, ", ")));
-    }
+    if (std::find(list.begin(), list.end(), v) == list.end()) reject_choice(name, v, list);
     field(c) = v;
   };
   spec.get = [field](const Config& c) { return field(const_cast<Config&>(c)); };
+  return spec;
+}
+
+// An enum option (option_enums.h): its spellings are the accepted values, in their order.
+template <typename Field>
+OptionSpec choice(std::string name, std::string group, std::string help, Field field) {
+  using Enum = std::remove_reference_t<decltype(field(std::declval<Config&>()))>;
+  OptionSpec spec = named(name, std::move(group), std::move(help));
+  spec.set = [name, field](Config& c, const std::string& v) {
+    const std::optional<Enum> value = from_spelling<Enum>(v);
+    if (!value) {
+      std::vector<std::string_view> list;
+      for (const auto& s : spellings(Enum{})) list.push_back(s.text);
+      reject_choice(name, v, list);
+    }
+    field(c) = *value;
+  };
+  spec.get = [field](const Config& c) { return std::string(spelling(field(const_cast<Config&>(c)))); };
+  return spec;
+}
+
+// --logger: a valid list replaces the loggers; a bad one is kept for validate_config to refuse.
+OptionSpec logger_option() {
+  OptionSpec spec = named("logger", "observability", "comma list of csv, tensorboard, jsonl; or none");
+  spec.set = [](Config& c, const std::string& v) {
+    std::string expected;
+    if (const std::optional<LoggerList> loggers = parse_logger_list(v, expected)) {
+      c.trainer.logger = *loggers;
+      c.refused_logger.clear();
+      c.refused_logger_expected.clear();
+    } else {
+      c.refused_logger = v;
+      c.refused_logger_expected = expected;
+    }
+  };
+  spec.get = [](const Config& c) { return logger_list_text(c.trainer.logger); };
   return spec;
 }
 
@@ -194,7 +235,7 @@ std::vector<OptionSpec> make_table() {
   t.push_back(integer("hidden-size", "model", "width of each hidden layer", 1, kNoMax, [](C& c) -> auto& { return c.model.hidden_size; }));
   t.push_back(integer("hidden-layers", "model", "hidden Linear+ReLU layers (0: one Linear)", 0, 1000, [](C& c) -> auto& { return c.model.hidden_layers; }));
   t.push_back(integer("output-dim", "model", "targets per sample", 1, kNoMax, [](C& c) -> auto& { return c.model.output_dim; }));
-  t.push_back(choice("activation", "model", "hidden activation", {"relu"}, [](C& c) -> auto& { return c.activation; }));
+  t.push_back(text_choice("activation", "model", "hidden activation", {"relu"}, [](C& c) -> auto& { return c.activation; }));
   // data
   t.push_back(text("data", "data", "random | teacher | csv:PATH", [](C& c) -> auto& { return c.data.data; }));
   t.push_back(integer("dataset-size", "data", "samples per epoch (random, teacher)", 1, kNoMax, [](C& c) -> auto& { return c.data.dataset_size; }));
@@ -216,24 +257,24 @@ std::vector<OptionSpec> make_table() {
   t.push_back(integer("check-val-every-n-epoch", "trainer", "validate every N epochs", 1, kNoMax, [](C& c) -> auto& { return c.trainer.check_val_every_n_epoch; }));
   t.push_back(limit_train_batches_option());
   t.push_back(integer("log-every-n-steps", "trainer", "log training metrics every N optimizer steps", 1, kNoMax, [](C& c) -> auto& { return c.trainer.log_every_n_steps; }));
-  t.push_back(choice("accelerator", "trainer", "cpu | cuda | auto", {"cpu", "cuda", "auto"}, [](C& c) -> auto& { return c.trainer.accelerator; }));
+  t.push_back(choice("accelerator", "trainer", "cpu | cuda | auto", [](C& c) -> auto& { return c.trainer.accelerator; }));
   t.push_back(devices_option());
   t.push_back(integer("num-nodes", "trainer", "machines (checked against the MPI world)", 1, 4096, [](C& c) -> auto& { return c.trainer.num_nodes; }));
-  t.push_back(choice("strategy", "trainer", "auto | single | ddp", {"auto", "single", "ddp"}, [](C& c) -> auto& { return c.trainer.strategy; }));
+  t.push_back(choice("strategy", "trainer", "auto | single | ddp", [](C& c) -> auto& { return c.trainer.strategy; }));
   t.push_back(integer("threads-per-device", "trainer", "BLAS threads per rank", 1, 256, [](C& c) -> auto& { return c.trainer.threads_per_device; }));
   // ddp
   t.push_back(real("bucket-cap-mb", "ddp", "gradient bucket size in MiB", kMinBucketMb, kMaxBucketMb, fmt::format("a number of MiB from {} (one byte) to {} (1 TiB)", kMinBucketMb, kMaxBucketMb), [](C& c) -> auto& { return c.trainer.bucket_cap_mb; }));
   t.push_back(flag("no-overlap", "", "ddp", "one allreduce after backward instead of per bucket during it", [](C& c) -> auto& { return c.trainer.no_overlap; }));
   t.push_back(flag("sync-every-micro-batch", "", "ddp", "allreduce on every micro-batch (ablation of no_sync)", [](C& c) -> auto& { return c.trainer.sync_every_micro_batch; }));
   // observability
-  t.push_back(choice("profiler", "observability", "none | simple | trace", {"none", "simple", "trace"}, [](C& c) -> auto& { return c.trainer.profiler; }));
+  t.push_back(choice("profiler", "observability", "none | simple | trace", [](C& c) -> auto& { return c.trainer.profiler; }));
   t.push_back(integer("monitor-interval-ms", "observability", "device utilization sampling period (0: off)", 0, 3600000, [](C& c) -> auto& { return c.trainer.monitor_interval_ms; }));
-  t.push_back(choice("monitor-mode", "observability", "background | per-step", {"background", "per-step"}, [](C& c) -> auto& { return c.trainer.monitor_mode; }));
-  t.push_back(text("logger", "observability", "comma list of csv, tensorboard, jsonl; or none", [](C& c) -> auto& { return c.trainer.logger; }));
+  t.push_back(choice("monitor-mode", "observability", "background | per-step", [](C& c) -> auto& { return c.trainer.monitor_mode; }));
+  t.push_back(logger_option());
   t.push_back(text("default-root-dir", "observability", "folder of the run folders", [](C& c) -> auto& { return c.trainer.default_root_dir; }));
   t.push_back(text("name", "observability", "experiment name: <root>/<name>/version_<n>", [](C& c) -> auto& { return c.trainer.name; }));
   t.push_back(text("version", "observability", "run folder version (default: next free)", [](C& c) -> auto& { return c.trainer.version; }));
-  t.push_back(choice("progress-bar", "observability", "auto | on | off (auto: on when stderr is a terminal)", {"auto", "on", "off"}, [](C& c) -> auto& { return c.trainer.progress_bar; }));
+  t.push_back(choice("progress-bar", "observability", "auto | on | off (auto: on when stderr is a terminal)", [](C& c) -> auto& { return c.trainer.progress_bar; }));
   // checkpoints
   t.push_back(text("ckpt-path", "checkpoints", "resume from this checkpoint", [](C& c) -> auto& { return c.trainer.ckpt_path; }));
   t.push_back(integer("checkpoint-every-n-epochs", "checkpoints", "checkpoint period in epochs (0: off)", 0, kNoMax, [](C& c) -> auto& { return c.trainer.checkpoint_every_n_epochs; }));
@@ -267,7 +308,7 @@ void apply_option(Config& config, std::string_view name, const std::string& valu
 
 void apply_preset(Config& config, std::string_view preset) {
   if (preset == "seed") {
-    config.trainer.strategy = "ddp";
+    config.trainer.strategy = Strategy::kDdp;
     config.trainer.devices = 3;
     config.trainer.accumulate_grad_batches = 3;
     config.preset = "seed";

@@ -20,8 +20,8 @@ bool stderr_is_terminal() {
 
 }  // namespace
 
-ProgressBar::ProgressBar(const std::string& mode)
-    : enabled_(mode == "on" || (mode == "auto" && stderr_is_terminal())) {}
+ProgressBar::ProgressBar(ProgressMode mode)
+    : enabled_(mode == ProgressMode::kOn || (mode == ProgressMode::kAuto && stderr_is_terminal())) {}
 
 void ProgressBar::update(int64_t epoch, int64_t max_epochs, int64_t batch, int64_t batches, double loss, bool force) {
   if (!enabled_) return;

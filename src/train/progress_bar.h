@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <string>
 
+#include "train/option_enums.h"
+
 namespace ddp {
 
 class ProgressBar {
  public:
-  // mode: "on", "off", or "auto" (on when stderr is a terminal).
-  explicit ProgressBar(const std::string& mode);
+  // kAuto: on when stderr is a terminal.
+  explicit ProgressBar(ProgressMode mode);
   bool enabled() const { return enabled_; }
   // Redraws when enough time has passed since the last redraw (or when force).
   void update(int64_t epoch, int64_t max_epochs, int64_t batch, int64_t batches, double loss, bool force = false);

@@ -5,16 +5,16 @@ namespace ddp {
 RegressionModel::RegressionModel(const Config& config)
     : LightningModule(config.model, config.data.seed), optimizer_(config.optimizer) {}
 
-double RegressionModel::training_step(const Batch& batch, int64_t /*batch_idx*/) {
+Loss RegressionModel::training_step(const Batch& batch, int64_t /*batch_idx*/) {
   const float* y_pred = forward(batch);
-  const double loss = mse_loss(y_pred, batch);
+  const Loss loss = mse_loss(y_pred, batch);
   log("train_loss", loss);
   return loss;
 }
 
-double RegressionModel::validation_step(const Batch& batch, int64_t /*batch_idx*/) {
+Loss RegressionModel::validation_step(const Batch& batch, int64_t /*batch_idx*/) {
   const float* y_pred = forward(batch);
-  const double loss = mse_loss(y_pred, batch);
+  const Loss loss = mse_loss(y_pred, batch);
   log("val_loss", loss);
   return loss;
 }

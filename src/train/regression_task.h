@@ -11,8 +11,8 @@ namespace ddp {
 class RegressionModel : public LightningModule {
  public:
   explicit RegressionModel(const Config& config);
-  double training_step(const Batch& batch, int64_t batch_idx) override;
-  double validation_step(const Batch& batch, int64_t batch_idx) override;
+  Loss training_step(const Batch& batch, int64_t batch_idx) override;
+  Loss validation_step(const Batch& batch, int64_t batch_idx) override;
   OptimizerConfig configure_optimizers() override { return optimizer_; }
 
  private:

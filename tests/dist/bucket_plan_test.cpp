@@ -29,14 +29,14 @@ void expect_valid_plan(const std::vector<GradBucket>& buckets, const Mlp& model,
 }
 
 TEST(BucketPlan, OneBucketWhenTheModelFitsTheFirstCap) {
-  Mlp model(kShape, 1);
+  Mlp model(kShape);
   const auto buckets = plan_buckets(model.layers(), kDefaultBucketCapBytes);
   ASSERT_EQ(buckets.size(), 1u);
   expect_valid_plan(buckets, model, kDefaultBucketCapBytes, kDefaultFirstBucketCapBytes);
 }
 
 TEST(BucketPlan, SmallCapsMakeContiguousBucketsOfWholeLayersInBackwardOrder) {
-  Mlp model(kShape, 1);
+  Mlp model(kShape);
   // 20,000 bytes = 5,000 floats: {65 + 4160} and {4160 + 704}.
   auto buckets = plan_buckets(model.layers(), 20000, 20000);
   ASSERT_EQ(buckets.size(), 2u);

@@ -44,6 +44,37 @@ TEST(MpiCommunicator, AllreduceSumsFloatsAndDoublesInPlace) {
   }
 }
 
+// The mean is the sum times 1/W exactly as the reducer used to scale it, once per call,
+// whether the request completes in wait() or in test().
+TEST(MpiCommunicator, AllreduceMeanAveragesInTheTransport) {
+  auto comm = make_mpi_communicator();
+  const int w = comm->size(), r = comm->rank();
+  const float inverse = 1.0f / static_cast<float>(w);
+  std::vector<float> blocking(1000), waited(3000), polled(50000);
+  for (auto* v : {&blocking, &waited, &polled}) {
+    for (std::size_t i = 0; i < v->size(); ++i) (*v)[i] = static_cast<float>(r + 1) * 0.1f + static_cast<float>(i % 9);
+  }
+  auto expected = [&](std::size_t i) {
+    float sum = 0;
+    for (int k = 0; k < w; ++k) sum += static_cast<float>(k + 1) * 0.1f + static_cast<float>(i % 9);
+    return sum * inverse;
+  };
+  comm->allreduce_mean(blocking, Stream{});
+  auto first = comm->allreduce_mean_async(waited, Stream{});
+  auto second = comm->allreduce_mean_async(polled, Stream{});
+  first->wait();
+  first->wait();  // a second wait does not divide again
+  while (!second->test()) {
+  }
+  EXPECT_TRUE(second->test());
+  second->wait();
+  for (std::size_t i = 0; i < blocking.size(); ++i) ASSERT_NEAR(blocking[i], expected(i), 1e-5f) << i;
+  for (std::size_t i = 0; i < waited.size(); ++i) ASSERT_NEAR(waited[i], expected(i), 1e-5f) << i;
+  for (std::size_t i = 0; i < polled.size(); ++i) ASSERT_NEAR(polled[i], expected(i), 1e-5f) << i;
+  // Every rank holds the same bits.
+  for (double v : comm->allgather(static_cast<double>(polled[7]))) EXPECT_EQ(v, static_cast<double>(polled[7]));
+}
+
 TEST(MpiCommunicator, AsyncAllreducesCompleteOnWait) {
   auto comm = make_mpi_communicator();
   const int w = comm->size();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dist/mpi_communicator.h"
+#include "tensor/kernels.h"
 
 namespace ddp {
 namespace {
@@ -43,16 +44,22 @@ Batch make_batch(int rank, int step) {
 }
 
 // micro-batches of real forward/backward with accumulation; returns the reducer's stats.
+// forward and the loss gradient, scaled by scale, ready for backward.
+void forward_and_loss(const Mlp& model, Workspace& work, const Batch& batch, float scale) {
+  model.forward(batch.x.data(), kBatch, work);
+  mse_loss_gradient(Place::kHost, work.output(), batch.y.data(), work.output_gradient(), kBatch, 1, scale);
+}
+
 AllreduceStats train_micro_batches(Communicator& comm, Mlp& model, GradReducer& reducer, int steps, int accumulate,
                                    bool sync_every) {
+  Workspace work(kShape, kBatch);
   for (int step = 0; step < steps; ++step) {
     model.zero_grads();
     for (int micro = 0; micro < accumulate; ++micro) {
       const Batch batch = make_batch(comm.rank(), step * accumulate + micro);
-      model.forward(batch.x.data(), kBatch);
-      model.mse_loss_and_grad(batch.y.data(), kBatch, 1.0f / accumulate);
+      forward_and_loss(model, work, batch, 1.0f / accumulate);
       reducer.begin_backward(sync_every || micro + 1 == accumulate);
-      model.backward(batch.x.data(), kBatch, reducer.layer_hook());
+      model.backward(batch.x.data(), kBatch, work, reducer.layer_hook());
       reducer.finish();
     }
   }
@@ -63,7 +70,7 @@ TEST(GradReducer, EveryRankHoldsTheAverageAfterFinish) {
   auto comm = make_mpi_communicator();
   const int w = comm->size();
   for (bool overlap : {true, false}) {
-    Mlp model(kShape, kBatch);
+    Mlp model(kShape);
     GradReducer reducer(*comm, model, small_buckets(overlap));
     ASSERT_EQ(reducer.num_buckets(), 3u);
     fill_integer_grads(model, comm->rank());
@@ -84,7 +91,7 @@ TEST(GradReducer, EveryRankHoldsTheAverageAfterFinish) {
 
 TEST(GradReducer, CallsAreSyncsTimesBucketsAndNoSyncMicroBatchesSendNothing) {
   auto comm = make_mpi_communicator();
-  Mlp model(kShape, kBatch);
+  Mlp model(kShape);
   model.init_like_pytorch(7);
   GradReducer reducer(*comm, model, small_buckets(true));
   const int64_t buckets = static_cast<int64_t>(reducer.num_buckets());
@@ -98,17 +105,18 @@ TEST(GradReducer, CallsAreSyncsTimesBucketsAndNoSyncMicroBatchesSendNothing) {
   EXPECT_EQ(stats.calls, 4 * buckets + 6 * buckets);
   // A no_sync micro-batch alone: nothing at all.
   const Batch batch = make_batch(comm->rank(), 0);
-  model.forward(batch.x.data(), kBatch);
-  model.mse_loss_and_grad(batch.y.data(), kBatch, 1.0f);
+  Workspace work(kShape, kBatch);
+  forward_and_loss(model, work, batch, 1.0f);
   reducer.begin_backward(false);
-  model.backward(batch.x.data(), kBatch, reducer.layer_hook());
+  EXPECT_FALSE(reducer.syncing());
+  model.backward(batch.x.data(), kBatch, work, reducer.layer_hook());
   reducer.finish();
   EXPECT_EQ(reducer.stats().calls, 10 * buckets);
 }
 
 TEST(GradReducer, OverlapAndNoOverlapGiveIdenticalGradientsOnEveryRank) {
   auto comm = make_mpi_communicator();
-  Mlp a(kShape, kBatch), b(kShape, kBatch);
+  Mlp a(kShape), b(kShape);
   a.init_like_pytorch(11);
   b.init_like_pytorch(11);
   GradReducer overlapped(*comm, a, small_buckets(true));
@@ -130,15 +138,21 @@ TEST(GradReducer, OverlapAndNoOverlapGiveIdenticalGradientsOnEveryRank) {
   for (uint64_t h : comm->allgather(hash)) EXPECT_EQ(h, hash);
 }
 
-TEST(GradReducer, OneRankWorldCountsCallsAndLeavesGradientsAlone) {
+// Alone, the reducer is a no-op the training step can always call: no buckets, no layer
+// hook (backward makes no call per layer), never syncing, nothing sent, gradients untouched.
+TEST(GradReducer, OneRankWorldIsANoOpThatLeavesGradientsAlone) {
   auto comm = make_local_communicator();
-  Mlp model(kShape, kBatch);
+  Mlp model(kShape);
   GradReducer reducer(*comm, model, small_buckets(true));
+  EXPECT_EQ(reducer.num_buckets(), 0u);
+  EXPECT_FALSE(reducer.layer_hook());
   fill_integer_grads(model, 0);
   reducer.begin_backward(true);
+  EXPECT_FALSE(reducer.syncing());
   report_all_layers(reducer, model);
   reducer.finish();
-  EXPECT_EQ(reducer.stats().calls, 3);
+  EXPECT_EQ(reducer.stats().calls, 0);
+  EXPECT_EQ(reducer.stats().bytes, 0);
   EXPECT_EQ(model.grads()[8], 1.0f);  // (0 + 1) * (8 % 7)
 }
 

@@ -27,5 +27,13 @@ TEST(LocalCommunicator, IsAOneRankWorldWhereSumsAreTheData) {
   EXPECT_FALSE(comm->host_name().empty());
 }
 
+TEST(LocalCommunicator, TheMeanOverOneRankIsTheData) {
+  auto comm = make_local_communicator();
+  std::vector<float> f = {1.5f, -2.0f};
+  comm->allreduce_mean(f, Stream{});
+  EXPECT_TRUE(comm->allreduce_mean_async(f, Stream{})->test());
+  EXPECT_EQ(f, (std::vector<float>{1.5f, -2.0f}));
+}
+
 }  // namespace
 }  // namespace ddp

@@ -1,4 +1,5 @@
 #include "nn/mlp.h"
+#include "tensor/kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -76,6 +77,13 @@ std::vector<float> random_floats(std::size_t n, uint32_t seed) {
 
 std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
+// After forward: the MSE against target (b, o), and scale * its gradient where backward
+// starts (the workspace's output gradient), as the Trainer seeds it.
+double loss_gradient(Workspace& work, const std::vector<float>& target, int64_t b, int64_t o, float scale) {
+  mse_loss_gradient(Place::kHost, work.output(), target.data(), work.output_gradient(), b, o, scale);
+  return mse_loss(Place::kHost, work.output(), target.data(), b, o);
+}
+
 TEST(MlpShape, Widths) {
   EXPECT_EQ((MlpShape{10, 256, 3, 1}.widths()), (std::vector<int64_t>{10, 256, 256, 256, 1}));
   EXPECT_EQ((MlpShape{10, 256, 0, 1}.widths()), (std::vector<int64_t>{10, 1}));
@@ -83,7 +91,7 @@ TEST(MlpShape, Widths) {
 }
 
 TEST(Mlp, SeedModelHas134657ParamsInPyTorchOrder) {
-  const Mlp mlp(MlpShape{10, 256, 3, 1}, 4);
+  const Mlp mlp(MlpShape{10, 256, 3, 1});
   EXPECT_EQ(mlp.num_params(), 134657u);
   EXPECT_EQ(mlp.grads().size(), 134657u);
   const std::vector<LinearLayout>& layers = mlp.layers();
@@ -102,7 +110,7 @@ TEST(Mlp, SeedModelHas134657ParamsInPyTorchOrder) {
 }
 
 TEST(Mlp, NoHiddenLayerIsOneLinear) {
-  const Mlp mlp(MlpShape{10, 256, 0, 1}, 4);
+  const Mlp mlp(MlpShape{10, 256, 0, 1});
   ASSERT_EQ(mlp.layers().size(), 1u);
   EXPECT_EQ(mlp.layers()[0].in, 10);
   EXPECT_EQ(mlp.layers()[0].out, 1);
@@ -111,7 +119,7 @@ TEST(Mlp, NoHiddenLayerIsOneLinear) {
 }
 
 TEST(Mlp, OneHiddenLayer) {
-  const Mlp mlp(MlpShape{10, 256, 1, 1}, 4);
+  const Mlp mlp(MlpShape{10, 256, 1, 1});
   ASSERT_EQ(mlp.layers().size(), 2u);
   EXPECT_EQ(mlp.layers()[1].weight_offset, 2816u);
   EXPECT_EQ(mlp.layers()[1].bias_offset, 3072u);
@@ -119,18 +127,18 @@ TEST(Mlp, OneHiddenLayer) {
 }
 
 TEST(Mlp, FlopsOfTheSeedModel) {
-  const Mlp mlp(MlpShape{10, 256, 3, 1}, 1);
+  const Mlp mlp(MlpShape{10, 256, 3, 1});
   EXPECT_EQ(mlp.forward_flops_per_sample(), 267776.0);
   EXPECT_EQ(mlp.training_flops_per_sample(), 798208.0);
-  const Mlp single(MlpShape{10, 256, 0, 1}, 1);
+  const Mlp single(MlpShape{10, 256, 0, 1});
   EXPECT_EQ(single.forward_flops_per_sample(), 20.0);
   EXPECT_EQ(single.training_flops_per_sample(), 40.0);
 }
 
 TEST(Mlp, InitIsWithinPyTorchBoundsAndDeterministic) {
-  Mlp a(MlpShape{10, 256, 3, 1}, 1);
-  Mlp b(MlpShape{10, 256, 3, 1}, 1);
-  Mlp c(MlpShape{10, 256, 3, 1}, 1);
+  Mlp a(MlpShape{10, 256, 3, 1});
+  Mlp b(MlpShape{10, 256, 3, 1});
+  Mlp c(MlpShape{10, 256, 3, 1});
   a.init_like_pytorch(42);
   b.init_like_pytorch(42);
   c.init_like_pytorch(43);
@@ -149,7 +157,7 @@ TEST(Mlp, InitIsWithinPyTorchBoundsAndDeterministic) {
 }
 
 TEST(Mlp, InitIsRoughlyUniform) {
-  Mlp mlp(MlpShape{10, 256, 3, 1}, 1);
+  Mlp mlp(MlpShape{10, 256, 3, 1});
   mlp.init_like_pytorch(7);
   // layers.1.weight: 65536 values of U(-1/16, 1/16), mean 0 and variance bound^2/3.
   const LinearLayout& layer = mlp.layers()[1];
@@ -173,8 +181,8 @@ TEST(Mlp, InitIsRoughlyUniform) {
 
 TEST(Mlp, InitValuesDependOnlyOnSeedAndIndex) {
   // layers.0 has the same shape and offsets in both models, so the same values.
-  Mlp deep(MlpShape{10, 256, 3, 1}, 1);
-  Mlp shallow(MlpShape{10, 256, 1, 1}, 1);
+  Mlp deep(MlpShape{10, 256, 3, 1});
+  Mlp shallow(MlpShape{10, 256, 1, 1});
   deep.init_like_pytorch(5);
   shallow.init_like_pytorch(5);
   EXPECT_TRUE(std::equal(deep.params().begin(), deep.params().begin() + 2816, shallow.params().begin()));
@@ -182,10 +190,11 @@ TEST(Mlp, InitValuesDependOnlyOnSeedAndIndex) {
 
 TEST(Mlp, ForwardMatchesFloat64Reference) {
   const int64_t b = 7;
-  Mlp mlp(MlpShape{10, 256, 3, 1}, 16);
+  Mlp mlp(MlpShape{10, 256, 3, 1});
+  Workspace work(MlpShape{10, 256, 3, 1}, 16);
   mlp.init_like_pytorch(1);
   const std::vector<float> x = random_floats(static_cast<std::size_t>(b * 10), 2);
-  const float* y = mlp.forward(x.data(), b);
+  const float* y = mlp.forward(x.data(), b, work);
   const std::vector<double> expected = Reference(mlp).forward(to_double(x), b);
   for (int64_t i = 0; i < b; ++i) EXPECT_NEAR(y[i], expected[i], 1e-5 + 1e-4 * std::abs(expected[i]));
 }
@@ -204,15 +213,16 @@ class MlpGradient : public ::testing::TestWithParam<GradCase> {};
 
 TEST_P(MlpGradient, LossAndEveryGradientMatchFiniteDifferences) {
   const GradCase& c = GetParam();
-  Mlp mlp(c.shape, 32);
+  Mlp mlp(c.shape);
+  Workspace work(c.shape, 32);
   mlp.init_like_pytorch(11);
   const std::vector<float> x = random_floats(static_cast<std::size_t>(c.batch * c.shape.input_dim), 3);
   const std::vector<float> target = random_floats(static_cast<std::size_t>(c.batch * c.shape.output_dim), 4);
 
   mlp.zero_grads();
-  mlp.forward(x.data(), c.batch);
-  const double loss = mlp.mse_loss_and_grad(target.data(), c.batch, 1.0f);
-  mlp.backward(x.data(), c.batch);
+  mlp.forward(x.data(), c.batch, work);
+  const double loss = loss_gradient(work, target, c.batch, mlp.shape().output_dim, 1.0f);
+  mlp.backward(x.data(), c.batch, work);
 
   Reference ref(mlp);
   const double expected_loss = ref.loss(to_double(x), to_double(target), c.batch);
@@ -245,59 +255,62 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // forward + loss + backward of one batch into mlp's (accumulating) gradients.
-void train_step(Mlp& mlp, const std::vector<float>& x, const std::vector<float>& target, int64_t b,
+void train_step(Mlp& mlp, Workspace& work, const std::vector<float>& x, const std::vector<float>& target, int64_t b,
                 float scale, const std::function<void(int64_t)>& on_layer_done = {}) {
-  mlp.forward(x.data(), b);
-  mlp.mse_loss_and_grad(target.data(), b, scale);
-  mlp.backward(x.data(), b, on_layer_done);
+  mlp.forward(x.data(), b, work);
+  loss_gradient(work, target, b, mlp.shape().output_dim, scale);
+  mlp.backward(x.data(), b, work, on_layer_done);
 }
 
 TEST(Mlp, GradientsAccumulateAcrossBackwardCallsAndZeroClears) {
   const MlpShape shape{6, 32, 2, 2};
-  Mlp mlp(shape, 16);
+  Mlp mlp(shape);
+  Workspace work(shape, 16);
   mlp.init_like_pytorch(3);
   const std::vector<float> x1 = random_floats(16 * 6, 5), t1 = random_floats(16 * 2, 6);
   const std::vector<float> x2 = random_floats(9 * 6, 7), t2 = random_floats(9 * 2, 8);
 
-  train_step(mlp, x1, t1, 16, 1.0f);
+  train_step(mlp, work, x1, t1, 16, 1.0f);
   const std::vector<float> g1(mlp.grads().begin(), mlp.grads().end());
   mlp.zero_grads();
-  train_step(mlp, x2, t2, 9, 1.0f);
+  train_step(mlp, work, x2, t2, 9, 1.0f);
   const std::vector<float> g2(mlp.grads().begin(), mlp.grads().end());
   mlp.zero_grads();
   EXPECT_TRUE(std::all_of(mlp.grads().begin(), mlp.grads().end(), [](float g) { return g == 0.0f; }));
 
-  train_step(mlp, x1, t1, 16, 1.0f);
-  train_step(mlp, x2, t2, 9, 1.0f);
+  train_step(mlp, work, x1, t1, 16, 1.0f);
+  train_step(mlp, work, x2, t2, 9, 1.0f);
   for (std::size_t i = 0; i < mlp.num_params(); ++i) {
     ASSERT_NEAR(mlp.grads()[i], g1[i] + g2[i], 1e-6f + 1e-5f * std::abs(g1[i] + g2[i])) << i;
   }
 }
 
 TEST(Mlp, ScaleScalesTheGradientsNotTheLoss) {
-  Mlp mlp(MlpShape{6, 32, 2, 2}, 8);
+  Mlp mlp(MlpShape{6, 32, 2, 2});
+  Workspace work(MlpShape{6, 32, 2, 2}, 8);
   mlp.init_like_pytorch(4);
   const std::vector<float> x = random_floats(8 * 6, 9), t = random_floats(8 * 2, 10);
-  mlp.forward(x.data(), 8);
-  const double loss = mlp.mse_loss_and_grad(t.data(), 8, 1.0f);
-  mlp.backward(x.data(), 8);
+  mlp.forward(x.data(), 8, work);
+  const double loss = loss_gradient(work, t, 8, 2, 1.0f);
+  mlp.backward(x.data(), 8, work);
   const std::vector<float> full(mlp.grads().begin(), mlp.grads().end());
   mlp.zero_grads();
-  mlp.forward(x.data(), 8);
-  EXPECT_DOUBLE_EQ(mlp.mse_loss_and_grad(t.data(), 8, 1.0f / 3.0f), loss);
-  mlp.backward(x.data(), 8);
+  mlp.forward(x.data(), 8, work);
+  EXPECT_DOUBLE_EQ(loss_gradient(work, t, 8, 2, 1.0f / 3.0f), loss);
+  mlp.backward(x.data(), 8, work);
   for (std::size_t i = 0; i < mlp.num_params(); ++i) {
     ASSERT_NEAR(mlp.grads()[i], full[i] / 3.0f, 1e-7f + 1e-5f * std::abs(full[i])) << i;
   }
 }
 
 TEST(Mlp, OnLayerDoneRunsOncePerLayerLastFirstWithFinalGradients) {
-  Mlp mlp(MlpShape{6, 32, 3, 2}, 8);
+  Mlp mlp(MlpShape{6, 32, 3, 2});
+  Workspace work(MlpShape{6, 32, 3, 2}, 8);
   mlp.init_like_pytorch(5);
   const std::vector<float> x = random_floats(8 * 6, 11), t = random_floats(8 * 2, 12);
   std::vector<int64_t> calls;
   std::vector<std::vector<float>> seen;  // each layer's weight and bias grads at its callback
-  train_step(mlp, x, t, 8, 1.0f, [&](int64_t l) {
+  train_step(mlp, work, x, t, 8, 1.0f, [&](int64_t l) {
     calls.push_back(l);
     const LinearLayout& layer = mlp.layers()[static_cast<std::size_t>(l)];
     const auto begin = mlp.grads().begin() + static_cast<std::ptrdiff_t>(layer.weight_offset);
@@ -313,12 +326,13 @@ TEST(Mlp, OnLayerDoneRunsOncePerLayerLastFirstWithFinalGradients) {
 }
 
 TEST(Mlp, SmallerBatchesReuseTheBuffers) {
-  Mlp mlp(MlpShape{10, 64, 2, 1}, 32);
+  Mlp mlp(MlpShape{10, 64, 2, 1});
+  Workspace work(MlpShape{10, 64, 2, 1}, 32);
   mlp.init_like_pytorch(6);
   const std::vector<float> x = random_floats(32 * 10, 13);
   const Reference ref(mlp);
   for (int64_t b : {32, 3, 32, 1}) {
-    const float* y = mlp.forward(x.data(), b);
+    const float* y = mlp.forward(x.data(), b, work);
     const std::vector<double> expected =
         ref.forward(to_double(std::vector<float>(x.begin(), x.begin() + b * 10)), b);
     for (int64_t i = 0; i < b; ++i) ASSERT_NEAR(y[i], expected[i], 1e-5 + 1e-4 * std::abs(expected[i]));
@@ -327,9 +341,10 @@ TEST(Mlp, SmallerBatchesReuseTheBuffers) {
 
 TEST(MlpDeathTest, BatchAboveMaxBatchIsAnInternalError) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  Mlp mlp(MlpShape{4, 8, 1, 1}, 4);
+  Mlp mlp(MlpShape{4, 8, 1, 1});
+  Workspace work(MlpShape{4, 8, 1, 1}, 4);
   const std::vector<float> x(5 * 4, 0.0f);
-  EXPECT_DEATH(mlp.forward(x.data(), 5), "check 'b > 0 && b <= max_batch_' failed");
+  EXPECT_DEATH(mlp.forward(x.data(), 5, work), "check 'b > 0 && b <= work.max_batch\\(\\)' failed");
 }
 
 }  // namespace

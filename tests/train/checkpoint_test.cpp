@@ -38,7 +38,7 @@ struct Trained {
   std::unique_ptr<Optimizer> optimizer;
 
   Trained(const MlpShape& shape, OptimizerConfig config, uint64_t seed, int steps)
-      : model(shape, 4), kind(config.kind), optimizer(make_optimizer(config, model.num_params())) {
+      : model(shape), kind(config.kind), optimizer(make_optimizer(config, model.num_params())) {
     model.init_like_pytorch(seed);
     for (int t = 0; t < steps; ++t) step(t);
   }
@@ -380,14 +380,14 @@ TEST(Checkpoint, LoadsParametersWrittenByAnIndependentPythonWriter) {
   for (const std::string dtype : {"F32", "F64"}) {
     const fs::path path = dir / (dtype + ".safetensors");
     run_python("write-mlp '" + path.string() + "' 3,5,5,2 --dtype " + dtype, dir);
-    Mlp model(kShape, 1);
+    Mlp model(kShape);
     load_parameters(path, model);
     EXPECT_TRUE(same_bits(model.params(), python_values(kShape))) << dtype;
   }
 }
 
 std::string init_refusal(const fs::path& path, const MlpShape& shape = kShape) {
-  Mlp model(shape, 1);
+  Mlp model(shape);
   model.init_like_pytorch(3);
   const std::vector<float> before(model.params().begin(), model.params().end());
   const std::string message = error_of<UsageError>([&] { load_parameters(path, model); });
@@ -432,7 +432,7 @@ TEST(Checkpoint, LoadParametersTakesACheckpointAndFinalParameters) {
   save_checkpoint(dir / "ckpt.safetensors", run.model, *run.optimizer, run.kind, kPosition, kOptions);
   save_parameters(dir / "final.safetensors", run.model, kOptions);
   for (const char* name : {"ckpt.safetensors", "final.safetensors"}) {
-    Mlp model(kShape, 1);
+    Mlp model(kShape);
     load_parameters(dir / name, model);
     EXPECT_TRUE(same_bits(model.params(), run.model.params())) << name;
   }
@@ -446,7 +446,7 @@ TEST(Checkpoint, LoadParametersTakesACheckpointAndFinalParameters) {
 TEST(Checkpoint, LoadParametersRefusesAMalformedFileAsData) {
   const fs::path path = test_dir() / "bad.safetensors";
   std::ofstream(path) << "not a safetensors file";
-  Mlp model(kShape, 1);
+  Mlp model(kShape);
   const std::string message = error_of<DataError>([&] { load_parameters(path, model); });
   EXPECT_EQ(message.rfind(path.string() + ": not a valid safetensors file: ", 0), 0u) << message;
 }

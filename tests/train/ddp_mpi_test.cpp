@@ -11,6 +11,7 @@
 #include "dist/bucket_plan.h"
 #include "support/run_command.h"
 #include "train/regression_task.h"
+#include "train/run_summary.h"
 #include "train/trainer.h"
 
 namespace ddp {
@@ -35,12 +36,12 @@ Config ddp_config(const std::string& test, int devices, int64_t batch) {
   c.data.dataset_size = 600;
   c.data.batch_size = batch;
   c.data.shuffle = false;
-  c.trainer.strategy = devices > 1 ? "ddp" : "single";
+  c.trainer.strategy = devices > 1 ? Strategy::kDdp : Strategy::kSingle;
   c.trainer.devices = devices;
   c.trainer.max_epochs = 100;
   c.trainer.max_steps = 50;
-  c.trainer.progress_bar = "off";
-  c.trainer.logger = "none";
+  c.trainer.progress_bar = ProgressMode::kOff;
+  c.trainer.logger = {};  // none
   // Each rank its own folder: the single-rank reference runs on every rank.
   c.trainer.default_root_dir = (std::filesystem::temp_directory_path() /
                                 ("ddpscope_ddp_" + test + "_" + std::to_string(world_size()) + "_" +
@@ -52,7 +53,7 @@ Config ddp_config(const std::string& test, int devices, int64_t batch) {
 std::vector<float> train_params(const Config& c, int64_t* allreduce_calls = nullptr) {
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   if (allreduce_calls) *allreduce_calls = trainer.stats().allreduce.calls;
   const auto p = model.network().params();
@@ -105,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Ddp, Equivalence,
 class ParamWatcher : public RegressionModel {
  public:
   ParamWatcher(const Config& c, uint64_t init_seed) : RegressionModel(with_seed(c, init_seed)) {}
-  double training_step(const Batch& batch, int64_t batch_idx) override {
+  Loss training_step(const Batch& batch, int64_t batch_idx) override {
     const std::span<const float> p = network().params();
     double sum = 0, squares = 0;
     for (float v : p) {
@@ -132,7 +133,7 @@ TEST(Ddp, EveryRankHoldsRankZerosParametersAfterEveryStepEvenFromDifferentSeeds)
   c.trainer.accumulate_grad_batches = 2;
   RegressionDataModule data(c);
   ParamWatcher model(c, /*init_seed=*/100 + world_rank());  // different initialisations
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   const int count = static_cast<int>(model.checksums.size());
   ASSERT_GE(count, 2 * 30);  // at least one micro-batch per optimizer step
@@ -197,7 +198,7 @@ TEST(Ddp, ValidationLossIsTheExactGlobalMean) {
   c.optimizer.lr = 1e-30;  // the parameters stay (almost exactly) at their initialisation
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   Config s = ddp_config("val_single", 1, 7);
   s.data.dataset_size = 7;
@@ -206,7 +207,7 @@ TEST(Ddp, ValidationLossIsTheExactGlobalMean) {
   s.optimizer.lr = 1e-30;
   RegressionDataModule data1(s);
   RegressionModel model1(s);
-  Trainer single(s.trainer);
+  Trainer single(s.trainer, join_world(s.trainer));
   single.fit(model1, data1);
   ASSERT_TRUE(trainer.stats().final_val_loss && single.stats().final_val_loss);
   EXPECT_NEAR(*trainer.stats().final_val_loss, *single.stats().final_val_loss, 1e-6);

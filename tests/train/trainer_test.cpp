@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -14,6 +15,8 @@
 #include "support/run_command.h"
 #include "train/options.h"
 #include "train/regression_task.h"
+#include "train/run_summary.h"
+#include "train/world_join.h"
 
 namespace ddp {
 namespace {
@@ -52,7 +55,7 @@ Config small_config(const std::string& test) {
   c.data.dataset_size = 100;
   c.data.batch_size = 16;  // 7 batches per epoch: 6 of 16 and one of 4
   c.trainer.max_epochs = 2;
-  c.trainer.progress_bar = "off";
+  c.trainer.progress_bar = ProgressMode::kOff;
   c.trainer.monitor_interval_ms = 0;  // metrics.csv without timing-dependent utilization columns
   c.trainer.default_root_dir = fresh_dir(test).string();
   return c;
@@ -63,7 +66,7 @@ Config small_config(const std::string& test) {
 class StepWatcher : public RegressionModel {
  public:
   using RegressionModel::RegressionModel;
-  double training_step(const Batch& batch, int64_t batch_idx) override {
+  Loss training_step(const Batch& batch, int64_t batch_idx) override {
     const std::span<const float> p = network().params();
     const double sum = std::accumulate(p.begin(), p.end(), 0.0);
     stepped_before.push_back(calls > 0 && sum != last_sum);
@@ -83,7 +86,7 @@ TEST(Trainer, AccumulationStepsEveryKthMicroBatchAndAtTheEndOfEachEpoch) {
   c.trainer.accumulate_grad_batches = 3;
   RegressionDataModule data(c);
   StepWatcher model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   // Per epoch of 7 micro-batches: steps after 2, 5 and 6 (the last).
   EXPECT_EQ(trainer.global_step(), 6);
@@ -100,11 +103,11 @@ TEST(Trainer, SeedWorkloadTakesSevenOptimizerStepsPerEpoch) {
   c.model.hidden_size = 8;
   c.trainer.max_epochs = 2;
   c.trainer.accumulate_grad_batches = 3;
-  c.trainer.progress_bar = "off";
+  c.trainer.progress_bar = ProgressMode::kOff;
   c.trainer.default_root_dir = fresh_dir("seed_steps").string();
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   EXPECT_EQ(trainer.global_step(), 14);  // ceil(20 / 3) per epoch
   EXPECT_EQ(trainer.stats().train_samples, 10000);
@@ -116,7 +119,7 @@ TEST(Trainer, MaxStepsStopsInsideAnEpoch) {
   c.trainer.max_steps = 9;
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   EXPECT_EQ(trainer.global_step(), 9);
   EXPECT_EQ(trainer.stats().epochs, 1);  // the second epoch did not complete
@@ -129,7 +132,7 @@ TEST(Trainer, LimitTrainBatchesCountAndFraction) {
     c.trainer.limit_train_batches_is_count = is_count;
     RegressionDataModule data(c);
     RegressionModel model(c);
-    Trainer trainer(c.trainer);
+    Trainer trainer(c.trainer, join_world(c.trainer));
     trainer.fit(model, data);
     EXPECT_EQ(trainer.global_step(), steps) << limit;  // 3 batches per epoch, 2 epochs
   }
@@ -142,7 +145,7 @@ TEST(Trainer, MetricsCsvFollowsLogEveryNStepsAndCheckValEveryNEpoch) {
   c.trainer.check_val_every_n_epoch = 2;
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer, resolved_options(c));
+  Trainer trainer(c.trainer, join_world(c.trainer, resolved_options(c)), resolved_options(c));
   trainer.fit(model, data);
   const std::string csv = read_text(trainer.log_dir() / "metrics.csv");
   const std::string expected_header = "epoch,step,train_loss,val_loss\n";
@@ -165,7 +168,7 @@ TEST(Trainer, SummaryPhasesSumToWallTimeAndSchemaIsComplete) {
   c.trainer.max_epochs = 3;
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer, resolved_options(c));
+  Trainer trainer(c.trainer, join_world(c.trainer, resolved_options(c)), resolved_options(c));
   trainer.fit(model, data);
   const auto summary = nlohmann::json::parse(read_text(trainer.log_dir() / "summary.json"));
   EXPECT_EQ(summary["schema"], "ddpscope.summary/1");
@@ -198,11 +201,11 @@ TEST(Trainer, TeacherTrainingHalvesValidationLossWithinThirtyEpochs) {
   c.data.batch_size = 64;
   c.optimizer.lr = 0.003;
   c.trainer.max_epochs = 30;
-  c.trainer.progress_bar = "off";
+  c.trainer.progress_bar = ProgressMode::kOff;
   c.trainer.default_root_dir = fresh_dir("teacher").string();
   RegressionDataModule data(c);
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   std::vector<double> val_losses;
   for (const auto& row : read_csv(trainer.log_dir() / "metrics.csv")) {
@@ -218,13 +221,63 @@ TEST(Trainer, DataWithTheWrongShapeForTheModelIsRefused) {
   RegressionDataModule data(c);
   c.model.input_dim = 5;
   RegressionModel model(c);
-  Trainer trainer(c.trainer);
+  Trainer trainer(c.trainer, join_world(c.trainer));
   try {
     trainer.fit(model, data);
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("--input-dim 5"), std::string::npos) << e.what();
   }
+}
+
+// A training step must hand backward its gradient: a bare number is refused, by name.
+class NumberOnlyModel : public RegressionModel {
+ public:
+  using RegressionModel::RegressionModel;
+  Loss training_step(const Batch& batch, int64_t batch_idx) override {
+    return Loss(RegressionModel::training_step(batch, batch_idx).value());
+  }
+};
+
+TEST(Trainer, ATrainingStepWhoseLossHasNoGradientIsRefused) {
+  Config c = small_config("no_gradient");
+  RegressionDataModule data(c);
+  NumberOnlyModel model(c);
+  const std::vector<float> before(model.network().params().begin(), model.network().params().end());
+  Trainer trainer(c.trainer, join_world(c.trainer));
+  try {
+    trainer.fit(model, data);
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "training_step returned a Loss without a gradient; return the Loss that mse_loss() gives, which "
+              "backward starts from");
+  }
+  EXPECT_EQ(trainer.global_step(), 0);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), model.network().params().begin()));
+}
+
+TEST(Trainer, OneDeviceWithoutMpirunTrainsAloneAndLaunchesNothing) {
+  TrainerOptions options;
+  options.devices = 1;
+  EXPECT_FALSE(run_ranks_if_launcher(options).has_value());
+  const World world = join_world(options);
+  EXPECT_EQ(world.comm().size(), 1);
+  EXPECT_EQ(world.comm().rank(), 0);
+}
+
+// The module's activations are sized by an explicit call, for the Trainer's largest batch.
+TEST(Trainer, ReserveBatchSizesTheModulesWorkspaceForTheLargestBatch) {
+  Config c = small_config("reserve");
+  c.trainer.max_epochs = 1;
+  RegressionDataModule data(c);
+  RegressionModel model(c);
+  EXPECT_EQ(model.workspace().max_batch(), 1);
+  Trainer trainer(c.trainer, join_world(c.trainer));
+  trainer.fit(model, data);
+  EXPECT_EQ(model.workspace().max_batch(), 16);
+  model.reserve_batch(40);
+  EXPECT_EQ(model.workspace().max_batch(), 40);
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+#include "nn/workspace.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace ddp {
+
+Workspace::Workspace(const MlpShape& shape, int64_t max_batch, Place place) : max_batch_(max_batch) {
+  DDP_CHECK(max_batch > 0);
+  const std::vector<int64_t> widths = shape.widths();
+  const int64_t max_width = *std::max_element(widths.begin(), widths.end());
+  activations_.reserve(widths.size() - 1);
+  for (std::size_t l = 1; l < widths.size(); ++l) {
+    activations_.emplace_back(static_cast<std::size_t>(max_batch * widths[l]), place);
+  }
+  grad_a_ = Buffer(static_cast<std::size_t>(max_batch * max_width), place);
+  grad_b_ = Buffer(static_cast<std::size_t>(max_batch * max_width), place);
+}
+
+}  // namespace ddp

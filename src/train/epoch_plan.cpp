@@ -1,0 +1,36 @@
+#include "train/epoch_plan.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace ddp {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+int64_t samples_per_rank(int64_t dataset_size, int world_size) {
+  DDP_CHECK(dataset_size >= 0 && world_size > 0);
+  return ceil_div(dataset_size, world_size);
+}
+
+EpochPlan plan_epoch(int64_t rank_samples, int64_t batch_size, BatchLimit limit, int64_t accumulate) {
+  DDP_CHECK(rank_samples >= 0 && batch_size > 0 && accumulate > 0);
+  EpochPlan plan;
+  plan.full_batches = ceil_div(rank_samples, batch_size);
+  const int64_t limited = limit.is_count ? static_cast<int64_t>(limit.value)
+                                         : std::max<int64_t>(1, static_cast<int64_t>(plan.full_batches * limit.value));
+  plan.micro_batches = std::min(plan.full_batches, limited);
+  plan.optimizer_steps = ceil_div(plan.micro_batches, accumulate);
+  return plan;
+}
+
+int64_t epochs_to_run(int64_t max_epochs, int64_t max_steps, const EpochPlan& plan) {
+  if (max_steps <= 0 || plan.optimizer_steps == 0) return max_epochs;
+  const int64_t needed = ceil_div(max_steps, plan.optimizer_steps);
+  return max_epochs < 0 ? needed : std::min(max_epochs, needed);
+}
+
+}  // namespace ddp

@@ -1,0 +1,36 @@
+#pragma once
+// How many micro-batches and optimizer steps one rank's epoch has: the one place that
+// applies DistributedSampler's sharding, --limit-train-batches and Lightning's stepping rule
+// (every accumulate-th micro-batch and the epoch's last). Plain functions of plain values,
+// for the trainer's loop, the trace's sizing and the doctor's workload counts alike.
+#include <cstdint>
+
+namespace ddp {
+
+// --limit-train-batches: a count of micro-batches, or a fraction of the epoch's (at least one).
+struct BatchLimit {
+  double value = 1.0;
+  bool is_count = false;
+};
+
+struct EpochPlan {
+  int64_t full_batches = 0;     // of the rank's samples, before the limit
+  int64_t micro_batches = 0;    // what the epoch runs: min(full, limit)
+  int64_t optimizer_steps = 0;  // ceil(micro_batches / accumulate)
+};
+
+// DistributedSampler(drop_last=False): every rank gets ceil(n / W) samples, padded.
+int64_t samples_per_rank(int64_t dataset_size, int world_size);
+
+EpochPlan plan_epoch(int64_t rank_samples, int64_t batch_size, BatchLimit limit, int64_t accumulate);
+
+// Lightning steps the optimizer on every accumulate-th micro-batch and on the last one.
+inline bool steps_optimizer(int64_t micro_batch, int64_t micro_batches, int64_t accumulate) {
+  return (micro_batch + 1) % accumulate == 0 || micro_batch + 1 == micro_batches;
+}
+
+// The epochs a run reaches: max_epochs (-1: no limit), or fewer when max_steps (> 0) ends
+// it first. -1 only when neither limits the run.
+int64_t epochs_to_run(int64_t max_epochs, int64_t max_steps, const EpochPlan& plan);
+
+}  // namespace ddp

@@ -1,0 +1,22 @@
+#pragma once
+// Collective, at the end of a run: every rank's phases, host name, samples and gradient
+// traffic into the RunSummary that summary.json and the profiler table are made from.
+#include "dist/communicator.h"
+#include "dist/grad_reducer.h"
+#include "observe/phase_clock.h"
+#include <array>
+#include <vector>
+
+#include "train/run_summary.h"
+
+namespace ddp {
+
+using PhaseCalls = std::array<int64_t, kPhaseCount>;
+
+// Fills phases_per_rank, hosts, allreduce_per_rank and allreduce (rank zero's), and turns
+// train_samples from this rank's into the sum over all ranks. Returns every rank's phase
+// calls, which only the profiler table shows (summary.json does not hold them).
+std::vector<PhaseCalls> gather_run_stats(Communicator& comm, const PhaseClock& clock, const AllreduceStats& mine,
+                                         RunSummary& stats);
+
+}  // namespace ddp

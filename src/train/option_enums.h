@@ -1,0 +1,70 @@
+#pragma once
+// The options that name one of a few choices, as enums, each with its spellings in the
+// order --help and the error messages list them. The option table (options.cpp) parses and
+// prints them through these; hparams.yaml and summary.json hold the spellings.
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddp {
+
+enum class Accelerator { kCpu, kCuda, kAuto };
+enum class Strategy { kAuto, kSingle, kDdp };
+enum class Profiler { kNone, kSimple, kTrace };
+enum class MonitorMode { kBackground, kPerStep };
+enum class ProgressMode { kAuto, kOn, kOff };  // auto: on when stderr is a terminal
+enum class LoggerKind { kCsv, kTensorBoard, kJsonl };
+
+template <typename E>
+struct Spelling {
+  E value;
+  std::string_view text;
+};
+
+// spellings(E{}): every value of E with its text, found by overload on the enum.
+constexpr std::array<Spelling<Accelerator>, 3> spellings(Accelerator) {
+  return {{{Accelerator::kCpu, "cpu"}, {Accelerator::kCuda, "cuda"}, {Accelerator::kAuto, "auto"}}};
+}
+constexpr std::array<Spelling<Strategy>, 3> spellings(Strategy) {
+  return {{{Strategy::kAuto, "auto"}, {Strategy::kSingle, "single"}, {Strategy::kDdp, "ddp"}}};
+}
+constexpr std::array<Spelling<Profiler>, 3> spellings(Profiler) {
+  return {{{Profiler::kNone, "none"}, {Profiler::kSimple, "simple"}, {Profiler::kTrace, "trace"}}};
+}
+constexpr std::array<Spelling<MonitorMode>, 2> spellings(MonitorMode) {
+  return {{{MonitorMode::kBackground, "background"}, {MonitorMode::kPerStep, "per-step"}}};
+}
+constexpr std::array<Spelling<ProgressMode>, 3> spellings(ProgressMode) {
+  return {{{ProgressMode::kAuto, "auto"}, {ProgressMode::kOn, "on"}, {ProgressMode::kOff, "off"}}};
+}
+constexpr std::array<Spelling<LoggerKind>, 3> spellings(LoggerKind) {
+  return {{{LoggerKind::kCsv, "csv"}, {LoggerKind::kTensorBoard, "tensorboard"}, {LoggerKind::kJsonl, "jsonl"}}};
+}
+
+template <typename E>
+constexpr std::string_view spelling(E value) {
+  for (const auto& s : spellings(E{})) {
+    if (s.value == value) return s.text;
+  }
+  return "?";
+}
+
+template <typename E>
+constexpr std::optional<E> from_spelling(std::string_view text) {
+  for (const auto& s : spellings(E{})) {
+    if (s.text == text) return s.value;
+  }
+  return std::nullopt;
+}
+
+// --logger: the loggers in the order given; empty is "none".
+using LoggerList = std::vector<LoggerKind>;
+
+// "csv,jsonl" or "none": a list of known names, each at most once, or none alone. On a
+// bad list returns nullopt and says why in `expected` (the message's "expected ..." part).
+std::optional<LoggerList> parse_logger_list(const std::string& text, std::string& expected);
+std::string logger_list_text(const LoggerList& loggers);
+
+}  // namespace ddp

@@ -1,0 +1,30 @@
+#pragma once
+// Where a run starts: --init-from (parameters only) and --ckpt-path (the whole training
+// position), and what the Trainer says when a checkpoint leaves nothing to train.
+#include <cstdint>
+
+#include "dist/communicator.h"
+#include "nn/mlp.h"
+#include "optim/optimizer.h"
+#include "train/config.h"
+
+namespace ddp {
+
+struct StartPoint {
+  int64_t epoch = 0;
+  int64_t next_batch = 0;  // micro-batches of that epoch a resumed checkpoint had done
+  int64_t global_step = 0;
+};
+
+// --init-from on rank zero (its parameters are broadcast later); --ckpt-path on every rank,
+// so each has the optimizer state too. A checkpoint written inside an epoch by another
+// number of ranks resumes at the start of that epoch (the shards differ), said on stderr.
+StartPoint restore_start(const TrainerOptions& options, Communicator& comm, Mlp& network, Optimizer& optimizer,
+                         OptimizerKind kind);
+
+// The resumed checkpoint is already at --max-epochs or --max-steps.
+bool nothing_left_to_train(const TrainerOptions& options, const StartPoint& at);
+// Rank zero's line for it: which limit was reached, and what to raise.
+void print_nothing_left(const TrainerOptions& options, const StartPoint& at);
+
+}  // namespace ddp

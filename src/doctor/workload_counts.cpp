@@ -6,8 +6,9 @@
 
 #include "base/error.h"
 #include "dist/bucket_plan.h"
-#include "nn/mlp.h"
+#include "nn/layer_layout.h"
 #include "train/config.h"
+#include "train/epoch_plan.h"
 #include "train/run_summary.h"
 
 namespace ddp {
@@ -17,20 +18,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 void require_positive(int64_t value, const char* name) {
   if (value < 1) throw UsageError(fmt::format("{}: '{}' is not accepted; expected an integer >= 1", name, value));
-}
-
-// Mlp's layout without allocating the model (a width of 8192 would be gigabytes): layers in
-// order, each weight (out*in) then bias (out), no gaps.
-std::vector<LinearLayout> layouts(const MlpShape& shape) {
-  std::vector<LinearLayout> layers;
-  const std::vector<int64_t> widths = shape.widths();
-  std::size_t offset = 0;
-  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
-    LinearLayout layer{widths[l], widths[l + 1], offset, offset + static_cast<std::size_t>(widths[l] * widths[l + 1])};
-    offset = layer.bias_offset + static_cast<std::size_t>(layer.out);
-    layers.push_back(layer);
-  }
-  return layers;
 }
 
 const nlohmann::json* field(const nlohmann::json& object, const char* key) {
@@ -78,15 +65,13 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
 
   WorkloadCounts n;
   const int64_t world = c.devices;
-  n.samples_per_rank = ceil_div(c.dataset_size, world);
-  const int64_t full = ceil_div(n.samples_per_rank, c.batch_size);
-  // As the trainer: a count, or a fraction of the batches (at least one).
-  const int64_t limit = c.limit_train_batches_is_count
-                            ? static_cast<int64_t>(c.limit_train_batches)
-                            : std::max<int64_t>(1, static_cast<int64_t>(full * c.limit_train_batches));
-  n.micro_batches_per_epoch = std::min(full, limit);
-  n.train_samples_per_epoch = n.micro_batches_per_epoch == full ? n.samples_per_rank : n.micro_batches_per_epoch * c.batch_size;
-  n.optimizer_steps_per_epoch = ceil_div(n.micro_batches_per_epoch, c.accumulate_grad_batches);
+  n.samples_per_rank = samples_per_rank(c.dataset_size, static_cast<int>(world));
+  const EpochPlan plan = plan_epoch(n.samples_per_rank, c.batch_size,
+                                    {c.limit_train_batches, c.limit_train_batches_is_count}, c.accumulate_grad_batches);
+  n.micro_batches_per_epoch = plan.micro_batches;
+  n.train_samples_per_epoch =
+      plan.micro_batches == plan.full_batches ? n.samples_per_rank : plan.micro_batches * c.batch_size;
+  n.optimizer_steps_per_epoch = plan.optimizer_steps;
   n.syncs_per_epoch = world == 1 ? 0 : c.sync_every_micro_batch ? n.micro_batches_per_epoch : n.optimizer_steps_per_epoch;
   n.optimizer_steps = c.epochs * n.optimizer_steps_per_epoch;
   n.logging_events = n.optimizer_steps / c.log_every_n_steps;
@@ -95,13 +80,14 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
   n.val_batches_rank0 = ceil_div(n.val_samples_rank0, c.batch_size);
 
   const MlpShape shape{c.input_dim, c.hidden_size, c.hidden_layers, c.output_dim};
-  const std::vector<LinearLayout> layers = layouts(shape);
+  // The layout alone, without allocating the model (a width of 8192 would be gigabytes).
+  const std::vector<LinearLayout> layers = layer_layout(shape);
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const double gemm = 2.0 * static_cast<double>(layers[l].in) * static_cast<double>(layers[l].out);
     n.forward_flops_per_sample += gemm;
     n.training_flops_per_sample += l == 0 ? 2 * gemm : 3 * gemm;
-    n.parameters += layers[l].in * layers[l].out + layers[l].out;
   }
+  n.parameters = static_cast<int64_t>(parameter_count(layers));
   // The trainer's plan: PyTorch's 1 MiB first bucket, capped by --bucket-cap-mb.
   const auto cap = static_cast<std::size_t>(c.bucket_cap_mb * (1 << 20));
   for (const GradBucket& bucket : plan_buckets(layers, std::max<std::size_t>(cap, 1), std::min(kDefaultFirstBucketCapBytes, std::max<std::size_t>(cap, 1)))) {

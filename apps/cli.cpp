@@ -8,7 +8,7 @@
 #include <map>
 #include <optional>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "base/stop_signal.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
@@ -17,8 +17,8 @@
 #include "run_options.h"
 #include "train/options.h"
 #include "train/regression_task.h"
-#include "train/trainer.h"
-#include "train/world_join.h"
+#include "ddpscope/trainer.h"
+#include "ddpscope/world_join.h"
 
 namespace ddp {
 namespace {

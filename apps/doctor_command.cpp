@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
 #include "dist/world.h"

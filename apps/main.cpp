@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "base/stop_signal.h"
 #include "cli.h"
 #include "dist/world.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "doctor/interconnect.h"
 #include "doctor/scaling_model.h"
 #include "run_options.h"

@@ -26,7 +26,7 @@
 #include "tensor/kernels.h"
 #include "dist/mpi_c.h"
 #include "dist/mpi_communicator.h"
-#include "nn/mlp.h"
+#include "ddpscope/mlp.h"
 
 namespace ddp {
 namespace {

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/buffer.h"
+#include "ddpscope/buffer.h"
 #include "tensor/gemm.h"
 
 namespace ddp {

@@ -12,12 +12,12 @@
 #include <filesystem>
 #include <vector>
 
-#include "nn/mlp.h"
-#include "tensor/buffer.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/buffer.h"
 #include "tensor/gemm.h"
 #include "train/regression_task.h"
 #include "train/run_summary.h"
-#include "train/trainer.h"
+#include "ddpscope/trainer.h"
 
 namespace {
 

@@ -10,10 +10,7 @@
 #include <memory>
 #include <optional>
 
-#include "base/random.h"
-#include "train/module.h"
-#include "train/trainer.h"
-#include "train/world_join.h"
+#include <ddpscope/ddpscope.h>
 
 class SimpleDataset : public ddp::Dataset {
  public:

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "train/options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

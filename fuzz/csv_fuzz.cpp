@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "data/csv_dataset.h"
 #include "fuzz_input_file.h"
 

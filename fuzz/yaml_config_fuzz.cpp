@@ -2,7 +2,7 @@
 // FILE` does. Only a ddp::Error (a usage error naming the key) may come out.
 #include <cstdint>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "fuzz_input_file.h"
 #include "train/options.h"
 

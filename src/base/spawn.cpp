@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "base/stop_signal.h"
 
 extern char** environ;

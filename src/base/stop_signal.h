@@ -11,7 +11,7 @@
 // before main, keep them unblocked; there the same code runs as an SA_RESTART handler that
 // only stores atomics.) Processes this one starts get the mask back
 // (restore_signals_for_child()).
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

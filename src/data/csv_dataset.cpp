@@ -10,7 +10,7 @@
 #include <limits>
 #include <string_view>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "base/excerpt.h"
 
 namespace ddp {

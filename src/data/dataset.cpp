@@ -1,6 +1,6 @@
-#include "data/dataset.h"
+#include "ddpscope/dataset.h"
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "data/csv_dataset.h"
 #include "data/random_dataset.h"
 #include "data/teacher_dataset.h"

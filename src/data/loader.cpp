@@ -6,7 +6,7 @@
 #include <exception>
 #include <utility>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

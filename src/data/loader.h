@@ -9,18 +9,11 @@
 #include <thread>
 #include <vector>
 
-#include "data/dataset.h"
+#include "ddpscope/dataset.h"
 #include "observe/span_buffer.h"
-#include "tensor/buffer.h"
+#include "ddpscope/buffer.h"
 
 namespace ddp {
-
-struct Batch {
-  const float* x = nullptr;  // (size, input_dim)
-  const float* y = nullptr;  // (size, output_dim)
-  int64_t size = 0;
-  int64_t index = 0;  // batch index within the epoch
-};
 
 class Loader {
  public:

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "base/random.h"
+#include "ddpscope/random.h"
 
 namespace ddp {
 namespace {

@@ -1,7 +1,7 @@
 #include "data/random_dataset.h"
 
-#include "base/error.h"
-#include "base/random.h"
+#include "ddpscope/error.h"
+#include "ddpscope/random.h"
 #include "data/normal_rows.h"
 
 namespace ddp {

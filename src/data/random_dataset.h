@@ -2,7 +2,7 @@
 // The seed's SimpleDataset: pure noise, new on every access. Unlike torch.randn, a value is a
 // pure function of (seed, epoch, index), so it is the same whatever the ranks, loader threads
 // or batch composition, and epochs still differ.
-#include "data/dataset.h"
+#include "ddpscope/dataset.h"
 
 namespace ddp {
 

@@ -3,8 +3,8 @@
 #include <numeric>
 #include <utility>
 
-#include "base/error.h"
-#include "base/random.h"
+#include "ddpscope/error.h"
+#include "ddpscope/random.h"
 
 namespace ddp {
 

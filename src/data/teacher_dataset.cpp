@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "base/error.h"
-#include "base/random.h"
+#include "ddpscope/error.h"
+#include "ddpscope/random.h"
 #include "data/normal_rows.h"
 
 namespace ddp {

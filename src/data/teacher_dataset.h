@@ -6,7 +6,7 @@
 // --dataset-size costs no memory.
 #include <vector>
 
-#include "data/dataset.h"
+#include "ddpscope/dataset.h"
 
 namespace ddp {
 

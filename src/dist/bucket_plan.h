@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/mlp.h"
+#include "ddpscope/mlp.h"
 
 namespace ddp {
 

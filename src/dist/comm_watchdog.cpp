@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

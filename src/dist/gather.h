@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "ddpscope/communicator.h"
 
 namespace ddp {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

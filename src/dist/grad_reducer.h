@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "dist/bucket_plan.h"
-#include "dist/communicator.h"
-#include "nn/mlp.h"
+#include "ddpscope/communicator.h"
+#include "ddpscope/mlp.h"
 #include "observe/span_buffer.h"
 
 namespace ddp {

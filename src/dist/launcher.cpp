@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "base/process_tree.h"
 #include "base/spawn.h"
 #include "base/stop_signal.h"

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "dist/communicator.h"
+#include "ddpscope/communicator.h"
 
 namespace ddp {
 

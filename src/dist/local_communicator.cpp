@@ -3,8 +3,8 @@
 
 #include <array>
 
-#include "base/error.h"
-#include "dist/communicator.h"
+#include "ddpscope/error.h"
+#include "ddpscope/communicator.h"
 
 namespace ddp {
 namespace {

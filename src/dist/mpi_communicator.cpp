@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "dist/comm_watchdog.h"
 #include "dist/mpi_error.h"
 

@@ -3,7 +3,7 @@
 // dead or stopped rank ends the job with exit code 4 instead of a hang.
 #include <memory>
 
-#include "dist/communicator.h"
+#include "ddpscope/communicator.h"
 
 namespace ddp {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

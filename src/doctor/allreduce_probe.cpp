@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "tensor/buffer.h"
+#include "ddpscope/buffer.h"
 
 namespace ddp {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "ddpscope/communicator.h"
 
 namespace ddp {
 

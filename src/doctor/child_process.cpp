@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "base/spawn.h"
 
 namespace ddp {

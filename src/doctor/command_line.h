@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "doctor/ablation.h"
 #include "doctor/child_process.h"
 #include "doctor/doctor_result.h"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/doctor_result.h"
-#include "train/config.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

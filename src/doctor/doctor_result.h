@@ -13,7 +13,7 @@
 #include "doctor/run_record.h"
 #include "doctor/scaling_model.h"
 #include "doctor/workload_counts.h"
-#include "train/config.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

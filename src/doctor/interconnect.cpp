@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

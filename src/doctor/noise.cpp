@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

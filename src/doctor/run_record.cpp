@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "doctor/child_process.h"
 #include "doctor/command_line.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
+#include "ddpscope/config.h"
 #include "train/run_summary.h"
 
 namespace ddp {

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "doctor/allreduce_probe.h"
 #include "doctor/interconnect.h"
 

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "dist/bucket_plan.h"
-#include "nn/layer_layout.h"
-#include "train/config.h"
+#include "ddpscope/layer_layout.h"
+#include "ddpscope/config.h"
 #include "train/epoch_plan.h"
 #include "train/run_summary.h"
 

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "log/file_io.h"
 
 namespace ddp {

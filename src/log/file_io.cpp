@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <system_error>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

@@ -1,4 +1,4 @@
-#include "nn/layer_layout.h"
+#include "ddpscope/layer_layout.h"
 
 namespace ddp {
 

@@ -1,11 +1,11 @@
-#include "nn/mlp.h"
+#include "ddpscope/mlp.h"
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
-#include "base/error.h"
-#include "base/random.h"
+#include "ddpscope/error.h"
+#include "ddpscope/random.h"
 #include "tensor/gemm.h"
 #include "tensor/kernels.h"
 

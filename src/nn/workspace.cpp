@@ -1,8 +1,8 @@
-#include "nn/workspace.h"
+#include "ddpscope/workspace.h"
 
 #include <algorithm>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

@@ -1,6 +1,6 @@
 #include "observe/device_sample.h"
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

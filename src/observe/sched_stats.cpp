@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "observe/cpu_usage.h"
 
 namespace ddp {

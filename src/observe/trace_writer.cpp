@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "observe/phase.h"
 
 namespace ddp {

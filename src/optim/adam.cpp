@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

@@ -1,10 +1,10 @@
-#include "optim/optimizer.h"
+#include "ddpscope/optimizer.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
 

@@ -1,6 +1,6 @@
 #include "optim/sgd.h"
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

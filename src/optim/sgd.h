@@ -2,8 +2,8 @@
 // torch.optim.SGD (single-tensor path, dampening 0, no Nesterov) over one flat buffer.
 #include <cstddef>
 
-#include "optim/optimizer.h"
-#include "tensor/buffer.h"
+#include "ddpscope/optimizer.h"
+#include "ddpscope/buffer.h"
 
 namespace ddp {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

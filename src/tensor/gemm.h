@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "tensor/buffer.h"
+#include "ddpscope/buffer.h"
 
 namespace ddp {
 

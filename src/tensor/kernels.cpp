@@ -1,6 +1,6 @@
 #include "tensor/kernels.h"
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 // Plain loops over __restrict__ pointers: g++ -O3 -march=native vectorises every inner loop
 // (checked with -fopt-info-vec). The double-precision reductions need `omp simd` to allow

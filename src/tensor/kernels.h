@@ -4,7 +4,7 @@
 // the host loops for Place::kHost, a check failure for a place this build has no kernel for.
 #include <cstdint>
 
-#include "tensor/buffer.h"
+#include "ddpscope/buffer.h"
 
 namespace ddp {
 

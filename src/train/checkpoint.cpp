@@ -11,7 +11,7 @@
 #include <span>
 #include <string_view>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

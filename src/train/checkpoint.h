@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "nn/mlp.h"
-#include "optim/optimizer.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/optimizer.h"
 
 namespace ddp {
 

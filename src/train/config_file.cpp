@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "train/memory_check.h"
 #include "train/options.h"
 #include "train/parse_value.h"

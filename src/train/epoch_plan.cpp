@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

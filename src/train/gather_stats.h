@@ -1,7 +1,7 @@
 #pragma once
 // Collective, at the end of a run: every rank's phases, host name, samples and gradient
 // traffic into the RunSummary that summary.json and the profiler table are made from.
-#include "dist/communicator.h"
+#include "ddpscope/communicator.h"
 #include "dist/grad_reducer.h"
 #include "observe/phase_clock.h"
 #include <array>

@@ -1,6 +1,6 @@
-#include "train/loss.h"
+#include "ddpscope/loss.h"
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "tensor/kernels.h"
 
 namespace ddp {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "data/teacher_dataset.h"
 
 namespace ddp {

@@ -4,7 +4,7 @@
 // the limit, not left to fail with std::bad_alloc halfway through its setup.
 #include <string>
 
-#include "train/config.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

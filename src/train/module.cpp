@@ -1,6 +1,6 @@
-#include "train/module.h"
+#include "ddpscope/module.h"
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "tensor/kernels.h"
 #include "train/metric_sink.h"
 

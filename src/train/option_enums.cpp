@@ -1,4 +1,4 @@
-#include "train/option_enums.h"
+#include "ddpscope/option_enums.h"
 
 #include <algorithm>
 

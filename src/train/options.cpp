@@ -7,7 +7,7 @@
 #include <optional>
 #include <utility>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "train/parse_value.h"
 
 namespace ddp {

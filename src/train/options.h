@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/config.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

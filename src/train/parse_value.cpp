@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "base/excerpt.h"
 
 namespace ddp {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "train/option_enums.h"
+#include "ddpscope/option_enums.h"
 
 namespace ddp {
 

@@ -3,8 +3,8 @@
 // steps are the seed's (forward, MSE, log), with matching output and target shapes.
 #include <memory>
 
-#include "train/config.h"
-#include "train/module.h"
+#include "ddpscope/config.h"
+#include "ddpscope/module.h"
 
 namespace ddp {
 

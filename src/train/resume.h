@@ -3,10 +3,10 @@
 // position), and what the Trainer says when a checkpoint leaves nothing to train.
 #include <cstdint>
 
-#include "dist/communicator.h"
-#include "nn/mlp.h"
-#include "optim/optimizer.h"
-#include "train/config.h"
+#include "ddpscope/communicator.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/optimizer.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

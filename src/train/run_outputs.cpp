@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "log/csv_logger.h"
 #include "log/file_io.h"
 #include "log/jsonl_logger.h"

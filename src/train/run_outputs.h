@@ -7,13 +7,13 @@
 #include <memory>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "ddpscope/communicator.h"
 #include "log/logger.h"
-#include "nn/mlp.h"
+#include "ddpscope/mlp.h"
 #include "observe/trace_writer.h"
-#include "optim/optimizer.h"
+#include "ddpscope/optimizer.h"
 #include "train/checkpoint.h"
-#include "train/config.h"
+#include "ddpscope/config.h"
 #include "train/gather_stats.h"
 #include "train/run_summary.h"
 

@@ -5,8 +5,8 @@
 #include <charconv>
 #include <cmath>
 
-#include "base/error.h"
-#include "train/config.h"
+#include "ddpscope/error.h"
+#include "ddpscope/config.h"
 #include "train/options.h"
 
 namespace ddp {

@@ -1,4 +1,4 @@
-#include "train/trainer.h"
+#include "ddpscope/trainer.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "base/stop_signal.h"
+#include "data/loader.h"
 #include "data/sampler.h"
 #include "dist/grad_reducer.h"
 #include "dist/launcher.h"

@@ -6,11 +6,11 @@
 #include <memory>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "ddpscope/communicator.h"
 #include "log/logger.h"
 #include "observe/device_monitor.h"
 #include "observe/trace_writer.h"
-#include "train/config.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

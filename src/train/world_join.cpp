@@ -1,4 +1,4 @@
-#include "train/world_join.h"
+#include "ddpscope/world_join.h"
 
 #include <fstream>
 #include <string>

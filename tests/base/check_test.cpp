@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

@@ -1,4 +1,4 @@
-#include "data/dataset.h"
+#include "ddpscope/dataset.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <numeric>
 #include <vector>
 
-#include "base/error.h"
-#include "base/random.h"
+#include "ddpscope/error.h"
+#include "ddpscope/random.h"
 #include "data/teacher_dataset.h"
 
 namespace ddp {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "data/sampler.h"
 
 namespace ddp {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "dist/mpi_communicator.h"
 #include "dist/mpi_error.h"
 

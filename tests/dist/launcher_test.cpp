@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "dist/mpi_communicator.h"
 
 namespace ddp {

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "dist/communicator.h"
+#include "ddpscope/communicator.h"
 
 namespace ddp {
 namespace {

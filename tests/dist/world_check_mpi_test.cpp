@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
 

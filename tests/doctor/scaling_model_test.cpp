@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "doctor/interconnect.h"
 
 namespace ddp {

@@ -4,8 +4,8 @@
 
 #include <numeric>
 
-#include "base/error.h"
-#include "train/config.h"
+#include "ddpscope/error.h"
+#include "ddpscope/config.h"
 #include "train/options.h"
 #include "train/run_summary.h"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "support/run_command.h"
 
 namespace ddp {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "support/run_command.h"
 
 namespace ddp {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "log/crc32c.h"
 #include "support/run_command.h"
 

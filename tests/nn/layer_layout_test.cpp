@@ -1,9 +1,9 @@
 // One layout of the flat parameter buffer, read by the Mlp, checkpoints and buckets.
-#include "nn/layer_layout.h"
+#include "ddpscope/layer_layout.h"
 
 #include <gtest/gtest.h>
 
-#include "nn/mlp.h"
+#include "ddpscope/mlp.h"
 
 namespace ddp {
 namespace {

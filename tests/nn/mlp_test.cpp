@@ -1,4 +1,4 @@
-#include "nn/mlp.h"
+#include "ddpscope/mlp.h"
 #include "tensor/kernels.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "optim/optimizer.h"
+#include "ddpscope/optimizer.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

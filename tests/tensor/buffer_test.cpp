@@ -1,4 +1,4 @@
-#include "tensor/buffer.h"
+#include "ddpscope/buffer.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include "support/run_command.h"
 #include "train/regression_task.h"
 #include "train/run_summary.h"
-#include "train/trainer.h"
+#include "ddpscope/trainer.h"
 
 namespace ddp {
 namespace {

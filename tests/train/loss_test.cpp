@@ -1,5 +1,5 @@
 // The Loss a training step returns carries the gradient backward starts from.
-#include "train/loss.h"
+#include "ddpscope/loss.h"
 
 #include <gtest/gtest.h>
 

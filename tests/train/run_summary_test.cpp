@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "support/run_command.h"
-#include "train/config.h"
+#include "ddpscope/config.h"
 #include "train/options.h"
 
 namespace ddp {

@@ -1,5 +1,5 @@
 // The Trainer's loop semantics (Lightning's), its outputs, and that training learns.
-#include "train/trainer.h"
+#include "ddpscope/trainer.h"
 
 #include <gtest/gtest.h>
 
@@ -11,12 +11,12 @@
 #include <numeric>
 #include <nlohmann/json.hpp>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 #include "support/run_command.h"
 #include "train/options.h"
 #include "train/regression_task.h"
 #include "train/run_summary.h"
-#include "train/world_join.h"
+#include "ddpscope/world_join.h"
 
 namespace ddp {
 namespace {

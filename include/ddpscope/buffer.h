@@ -9,7 +9,7 @@
 #include <span>
 #include <utility>
 
-#include "base/error.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

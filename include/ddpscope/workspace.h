@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/layer_layout.h"
-#include "tensor/buffer.h"
+#include "ddpscope/layer_layout.h"
+#include "ddpscope/buffer.h"
 
 namespace ddp {
 

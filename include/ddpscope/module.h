@@ -7,12 +7,11 @@
 #include <string>
 #include <string_view>
 
-#include "data/dataset.h"
-#include "data/loader.h"
-#include "nn/mlp.h"
-#include "nn/workspace.h"
-#include "optim/optimizer.h"
-#include "train/loss.h"
+#include "ddpscope/dataset.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/workspace.h"
+#include "ddpscope/optimizer.h"
+#include "ddpscope/loss.h"
 
 namespace ddp {
 

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "nn/mlp.h"
-#include "optim/optimizer.h"
-#include "train/option_enums.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/optimizer.h"
+#include "ddpscope/option_enums.h"
 
 namespace ddp {
 

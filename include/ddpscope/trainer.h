@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <memory>
 
-#include "train/config.h"
-#include "train/module.h"
-#include "train/world_join.h"
+#include "ddpscope/config.h"
+#include "ddpscope/module.h"
+#include "ddpscope/world_join.h"
 
 namespace ddp {
 

@@ -18,6 +18,14 @@ class Dataset {
   virtual void fill(int64_t epoch, std::span<const int64_t> indices, float* x, float* y) const = 0;
 };
 
+// One micro-batch as a step sees it: rows of inputs and targets in the loader's buffers.
+struct Batch {
+  const float* x = nullptr;  // (size, input_dim)
+  const float* y = nullptr;  // (size, output_dim)
+  int64_t size = 0;
+  int64_t index = 0;  // batch index within the epoch
+};
+
 struct DatasetSpec {
   std::string kind = "random";  // random | teacher | csv:PATH
   int64_t size = 5000;          // ignored for csv (the file's rows)

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/buffer.h"
+#include "ddpscope/buffer.h"
 
 namespace ddp {
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <utility>
 
-#include "dist/communicator.h"
-#include "train/config.h"
+#include "ddpscope/communicator.h"
+#include "ddpscope/config.h"
 
 namespace ddp {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "tensor/buffer.h"
+#include "ddpscope/buffer.h"
 
 namespace ddp {
 

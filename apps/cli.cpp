@@ -1,15 +1,17 @@
 #include "cli.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
 
-#include "ddpscope/error.h"
 #include "base/stop_signal.h"
+#include "ddpscope/error.h"
+#include "ddpscope/trainer.h"
+#include "ddpscope/world_join.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
 #include "doctor_command.h"
@@ -17,8 +19,6 @@
 #include "run_options.h"
 #include "train/options.h"
 #include "train/regression_task.h"
-#include "ddpscope/trainer.h"
-#include "ddpscope/world_join.h"
 
 namespace ddp {
 namespace {
@@ -28,9 +28,10 @@ int run_train(const CLI::App& command, const RunOptions& run, bool overwrite) {
   validate_config(config);
   config.trainer.overwrite = overwrite;
   if (config.trainer.strategy == Strategy::kSingle && launched_by_mpi() && launcher_world_size() > 1) {
-    throw UsageError(fmt::format("--strategy single trains on one device, but mpirun started {} ranks; use "
-                                 "--strategy ddp (or auto)",
-                                 launcher_world_size()));
+    throw UsageError(
+        fmt::format("--strategy single trains on one device, but mpirun started {} ranks; use "
+                    "--strategy ddp (or auto)",
+                    launcher_world_size()));
   }
   // One process per device, as Lightning's DDP launcher re-runs the script: this process
   // only launches and supervises them.
@@ -98,7 +99,8 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
-    throw UsageError(fmt::format("{}; run 'ddpscope --help' or 'ddpscope train --help'", in_user_words(app, e, argc, argv)));
+    throw UsageError(
+        fmt::format("{}; run 'ddpscope --help' or 'ddpscope train --help'", in_user_words(app, e, argc, argv)));
   }
   if (train->parsed()) return run_train(*train, train_options, train_overwrite);
   return run_doctor_commands(doctor_commands, argc, argv);

@@ -26,8 +26,8 @@ namespace {
 // --devices 1,2,3: increasing, distinct, each from 1 to what can run here.
 std::vector<int> parse_device_list(const std::string& text) {
   const int limit = std::max(8, 4 * static_cast<int>(std::thread::hardware_concurrency()));
-  const std::string accepted =
-      fmt::format("an increasing comma list of distinct device counts from 1 to {} (4 per core here), e.g. 1,2,3", limit);
+  const std::string accepted = fmt::format(
+      "an increasing comma list of distinct device counts from 1 to {} (4 per core here), e.g. 1,2,3", limit);
   std::vector<int> devices;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -62,9 +62,10 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
     const int most = std::max(1, std::min(wanted, cores));
     devices = most > 1 ? std::vector<int>{1, most} : std::vector<int>{1};
     if (most < wanted) {
-      notes.push_back(fmt::format("The configuration asks for {} devices; this machine has {} cores, so {} compared "
-                                  "1 and {} devices (give --devices to choose).",
-                                  wanted, cores, command.get_name(), most));
+      notes.push_back(
+          fmt::format("The configuration asks for {} devices; this machine has {} cores, so {} compared "
+                      "1 and {} devices (give --devices to choose).",
+                      wanted, cores, command.get_name(), most));
     }
   }
   config.trainer.devices = 0;  // each run sets its own
@@ -73,7 +74,8 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
   if (const CLI::Option* extra = command.get_option("--mpirun-args"); extra->count() > 0) {
     const std::string text = extra->as<std::string>();
     if (text.find_first_not_of(" \t") == std::string::npos) {
-      reject_value("mpirun-args", text, "mpirun options separated by spaces, e.g. \"$(scripts/local-cluster options)\"");
+      reject_value("mpirun-args", text,
+                   "mpirun options separated by spaces, e.g. \"$(scripts/local-cluster options)\"");
     }
     setenv("DDPSCOPE_MPIRUN_ARGS", text.c_str(), 1);
     notes.push_back(fmt::format("Every mpirun started here took: {}.", text));
@@ -82,13 +84,15 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
     // The seed's script probes utilization inside every step: the baseline keeps that habit,
     // and an ablation measures what sampling in the background saves.
     config.trainer.monitor_mode = MonitorMode::kPerStep;
-    notes.push_back("The baseline keeps the seed's habit of probing device utilization inside every training step "
-                    "(--monitor-mode per-step); the ablation monitor-background measures its cost.");
+    notes.push_back(
+        "The baseline keeps the seed's habit of probing device utilization inside every training step "
+        "(--monitor-mode per-step); the ablation monitor-background measures its cost.");
   }
   if (config.preset == "seed") {
-    notes.push_back("The seed's model returns [B,1,1] against a [B,1] target, so PyTorch's MSELoss broadcasts to "
-                    "[B,B,1] and compares every prediction with every target (it warns about it): the loss is not "
-                    "the per-sample error. ddpscope uses matching shapes [B,1]; the cost per step is the same.");
+    notes.push_back(
+        "The seed's model returns [B,1,1] against a [B,1] target, so PyTorch's MSELoss broadcasts to "
+        "[B,B,1] and compares every prediction with every target (it warns about it): the loss is not "
+        "the per-sample error. ddpscope uses matching shapes [B,1]; the cost per step is the same.");
   }
   validate_config(config);
 
@@ -118,7 +122,8 @@ int run_probe(DoctorCommands& c, int argc, char** argv) {
   const std::vector<ProbePoint> points = probe_allreduce(comm, sizes);
   if (comm.rank() == 0) {
     nlohmann::json j = {{"points", nlohmann::json::array()}};
-    for (const ProbePoint& p : points) j["points"].push_back({{"ranks", p.ranks}, {"bytes", p.bytes}, {"seconds", p.seconds}});
+    for (const ProbePoint& p : points)
+      j["points"].push_back({{"ranks", p.ranks}, {"bytes", p.bytes}, {"seconds", p.seconds}});
     std::printf("%s\n", j.dump(2).c_str());
   }
   return 0;
@@ -134,7 +139,8 @@ void add_doctor_commands(CLI::App& app, DoctorCommands& c) {
   c.compare->add_option("--mpirun-args", "extra arguments for every mpirun it starts (a hostfile, transports)")
       ->group("trainer");
 
-  c.doctor = app.add_subcommand("doctor", "compare + ablations of the seed's habits + a fitted scaling model + findings");
+  c.doctor =
+      app.add_subcommand("doctor", "compare + ablations of the seed's habits + a fitted scaling model + findings");
   add_run_options(*c.doctor, c.doctor_options, {"devices"});
   c.doctor->add_option("--devices", c.doctor_devices, "device counts to compare, e.g. 1,2")->group("trainer");
   c.doctor->add_flag("--overwrite", c.doctor_overwrite, "replace an existing --version folder");
@@ -148,8 +154,10 @@ void add_doctor_commands(CLI::App& app, DoctorCommands& c) {
 }
 
 int run_doctor_commands(DoctorCommands& c, int argc, char** argv) {
-  if (c.compare->parsed()) return run(*c.compare, c.compare_options, c.compare_devices, c.compare_overwrite, false, argc, argv);
-  if (c.doctor->parsed()) return run(*c.doctor, c.doctor_options, c.doctor_devices, c.doctor_overwrite, true, argc, argv);
+  if (c.compare->parsed())
+    return run(*c.compare, c.compare_options, c.compare_devices, c.compare_overwrite, false, argc, argv);
+  if (c.doctor->parsed())
+    return run(*c.doctor, c.doctor_options, c.doctor_devices, c.doctor_overwrite, true, argc, argv);
   if (c.probe->parsed()) return run_probe(c, argc, argv);
   return 0;
 }

@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <exception>
 
-#include "ddpscope/error.h"
 #include "base/stop_signal.h"
 #include "cli.h"
+#include "ddpscope/error.h"
 #include "dist/world.h"
 
 namespace {
@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
   } catch (const ddp::Error& e) {
     code = static_cast<int>(e.code());
     // Bad options or data, and a stop on a signal (128 + signal), happen on every rank alike.
-    alike_on_every_rank = e.code() == ddp::ExitCode::kUsage || e.code() == ddp::ExitCode::kData ||
-                          static_cast<int>(e.code()) > 128;
+    alike_on_every_rank =
+        e.code() == ddp::ExitCode::kUsage || e.code() == ddp::ExitCode::kData || static_cast<int>(e.code()) > 128;
     if (!alike_on_every_rank || launcher_rank() == 0) std::fprintf(stderr, "ddpscope: error: %s\n", e.what());
   } catch (const std::exception& e) {
     code = static_cast<int>(ddp::ExitCode::kOther);

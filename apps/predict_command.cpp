@@ -1,7 +1,7 @@
 #include "predict_command.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -127,9 +127,10 @@ void check_model(const std::string& path, const nlohmann::json& doctor, const Mo
       at.devices = devices->get<int>();
       const double predicted = predict(model, at).wall_seconds;
       if (measured > 0 && (predicted > kMeasuredFactor * measured || predicted * kMeasuredFactor < measured)) {
-        throw DataError(fmt::format("\"model\" predicts {:.4g} s for {} device{}, which the doctor measured at "
-                                    "{:.4g} s; expected a model fitted to these runs (write it with 'ddpscope doctor')",
-                                    predicted, at.devices, at.devices == 1 ? "" : "s", measured));
+        throw DataError(
+            fmt::format("\"model\" predicts {:.4g} s for {} device{}, which the doctor measured at "
+                        "{:.4g} s; expected a model fitted to these runs (write it with 'ddpscope doctor')",
+                        predicted, at.devices, at.devices == 1 ? "" : "s", measured));
       }
     }
   } catch (const Error& e) {
@@ -175,7 +176,8 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
     std::string shown = name;
     std::replace(shown.begin(), shown.end(), '_', '-');
     shown = "--" + shown;
-    if (!is_workload_key(key) && std::find(f.not_modelled.begin(), f.not_modelled.end(), shown) == f.not_modelled.end()) {
+    if (!is_workload_key(key) &&
+        std::find(f.not_modelled.begin(), f.not_modelled.end(), shown) == f.not_modelled.end()) {
       f.not_modelled.push_back(shown);
     }
   }
@@ -241,13 +243,15 @@ void print_text(const Forecast& f) {
   const Prediction& p = f.prediction;
   const WorkloadCounts& n = p.counts;
   fmt::print("Model: {}\n", f.from);
-  fmt::print("Configuration: {} device{} x batch {}, MLP {}-{}x{}-{} ({} parameters), {} samples, {} epochs, "
-             "accumulate {}\n",
-             config.devices, config.devices == 1 ? "" : "s", config.batch_size, config.input_dim, config.hidden_size,
-             config.hidden_layers, config.output_dim, n.parameters, config.dataset_size, config.epochs,
-             config.accumulate_grad_batches);
+  fmt::print(
+      "Configuration: {} device{} x batch {}, MLP {}-{}x{}-{} ({} parameters), {} samples, {} epochs, "
+      "accumulate {}\n",
+      config.devices, config.devices == 1 ? "" : "s", config.batch_size, config.input_dim, config.hidden_size,
+      config.hidden_layers, config.output_dim, n.parameters, config.dataset_size, config.epochs,
+      config.accumulate_grad_batches);
   if (!f.not_modelled.empty()) {
-    fmt::print("Not modelled (the prediction is the same whatever their values): {}\n", fmt::join(f.not_modelled, ", "));
+    fmt::print("Not modelled (the prediction is the same whatever their values): {}\n",
+               fmt::join(f.not_modelled, ", "));
   }
   fmt::print("Interconnect: {} (alpha {:.2f} us per ring step, beta {:.2f} GB/s)\n", config.interconnect,
              p.alpha_seconds * 1e6, p.beta_bytes_per_second * 1e-9);
@@ -257,15 +261,17 @@ void print_text(const Forecast& f) {
              p.one_device_wall_seconds, p.speedup);
   fmt::print("{:<12} {:>10} {:>7}\n", "phase", "seconds", "share");
   for (std::size_t phase = 0; phase < kPhaseCount; ++phase) {
-    fmt::print("{:<12} {:>10.4f} {:>6.1f}%\n", kPhaseNames[phase], p.phases[phase], 100.0 * p.phases[phase] / p.wall_seconds);
+    fmt::print("{:<12} {:>10.4f} {:>6.1f}%\n", kPhaseNames[phase], p.phases[phase],
+               100.0 * p.phases[phase] / p.wall_seconds);
   }
   fmt::print("{:<12} {:>10.4f} {:>6.1f}%\n", "wall", p.wall_seconds, 100.0);
   if (config.devices > 1) {
-    fmt::print("\nAllreduce per sync: {} bucket{}, {} in all\n", n.bucket_bytes.size(), n.bucket_bytes.size() == 1 ? "" : "s",
-               seconds_text(p.allreduce_seconds_per_sync));
+    fmt::print("\nAllreduce per sync: {} bucket{}, {} in all\n", n.bucket_bytes.size(),
+               n.bucket_bytes.size() == 1 ? "" : "s", seconds_text(p.allreduce_seconds_per_sync));
     fmt::print("Speedup of {} devices over 1 by batch per device: {}\n", config.devices, sweep_text(f.batches));
     fmt::print("Speedup of {} devices over 1 by hidden width: {}\n", config.devices, sweep_text(f.widths));
-    fmt::print("Smallest batch per device from which {} devices beat 1: {}\n", config.devices, break_even_text(f.batches));
+    fmt::print("Smallest batch per device from which {} devices beat 1: {}\n", config.devices,
+               break_even_text(f.batches));
     fmt::print("Smallest hidden width from which {} devices beat 1: {}\n", config.devices, break_even_text(f.widths));
   }
   if (!f.devices_list.empty()) {
@@ -294,8 +300,11 @@ nlohmann::ordered_json sweep_json(const std::vector<SweepPoint>& sweep, const ch
 nlohmann::ordered_json prediction_json(const Prediction& p) {
   nlohmann::ordered_json phases = nlohmann::ordered_json::object();
   for (std::size_t phase = 0; phase < kPhaseCount; ++phase) phases[std::string(kPhaseNames[phase])] = p.phases[phase];
-  return {{"devices", p.config.devices}, {"wall_seconds", p.wall_seconds},
-          {"one_device_wall_seconds", p.one_device_wall_seconds}, {"speedup", p.speedup}, {"phases", phases}};
+  return {{"devices", p.config.devices},
+          {"wall_seconds", p.wall_seconds},
+          {"one_device_wall_seconds", p.one_device_wall_seconds},
+          {"speedup", p.speedup},
+          {"phases", phases}};
 }
 
 void print_json(const Forecast& f) {
@@ -305,18 +314,27 @@ void print_json(const Forecast& f) {
   nlohmann::ordered_json j;
   j["schema"] = "ddpscope.predict/1";
   j["from"] = f.from;
-  j["config"] = {{"devices", c.devices}, {"dataset_size", c.dataset_size}, {"batch_size", c.batch_size},
-                 {"input_dim", c.input_dim}, {"hidden_size", c.hidden_size}, {"hidden_layers", c.hidden_layers},
-                 {"output_dim", c.output_dim}, {"max_epochs", c.epochs},
-                 {"accumulate_grad_batches", c.accumulate_grad_batches}, {"log_every_n_steps", c.log_every_n_steps},
-                 {"check_val_every_n_epoch", c.check_val_every_n_epoch}, {"bucket_cap_mb", c.bucket_cap_mb},
+  j["config"] = {{"devices", c.devices},
+                 {"dataset_size", c.dataset_size},
+                 {"batch_size", c.batch_size},
+                 {"input_dim", c.input_dim},
+                 {"hidden_size", c.hidden_size},
+                 {"hidden_layers", c.hidden_layers},
+                 {"output_dim", c.output_dim},
+                 {"max_epochs", c.epochs},
+                 {"accumulate_grad_batches", c.accumulate_grad_batches},
+                 {"log_every_n_steps", c.log_every_n_steps},
+                 {"check_val_every_n_epoch", c.check_val_every_n_epoch},
+                 {"bucket_cap_mb", c.bucket_cap_mb},
                  {"sync_every_micro_batch", c.sync_every_micro_batch},
                  {"monitor_mode", c.monitor_per_step ? "per-step" : "background"}};
   j["not_modelled"] = f.not_modelled;
-  j["interconnect"] = {{"name", c.interconnect}, {"alpha_seconds", p.alpha_seconds},
-                       {"beta_bytes_per_second", p.beta_bytes_per_second}};
-  j["per_rank_and_epoch"] = {{"samples", n.samples_per_rank}, {"micro_batches", n.micro_batches_per_epoch},
-                             {"optimizer_steps", n.optimizer_steps_per_epoch}, {"gradient_syncs", n.syncs_per_epoch}};
+  j["interconnect"] = {
+      {"name", c.interconnect}, {"alpha_seconds", p.alpha_seconds}, {"beta_bytes_per_second", p.beta_bytes_per_second}};
+  j["per_rank_and_epoch"] = {{"samples", n.samples_per_rank},
+                             {"micro_batches", n.micro_batches_per_epoch},
+                             {"optimizer_steps", n.optimizer_steps_per_epoch},
+                             {"gradient_syncs", n.syncs_per_epoch}};
   j["parameters"] = n.parameters;
   j["prediction"] = prediction_json(p);
   j["allreduce_seconds_per_sync"] = p.allreduce_seconds_per_sync;
@@ -352,8 +370,10 @@ void add_predict_command(CLI::App& app) {
   predict->add_flag("--json", o.json, "print the prediction as one JSON object");
   predict->callback([options, predict] {
     const Forecast f = forecast(*predict, *options);
-    if (options->json) print_json(f);
-    else print_text(f);
+    if (options->json)
+      print_json(f);
+    else
+      print_text(f);
   });
 }
 

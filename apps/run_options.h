@@ -14,7 +14,7 @@ namespace ddp {
 struct RunOptions {
   std::string preset;
   std::string config_file;
-  bool verbose = false;  // Open MPI's own messages too (not a training option: not in hparams)
+  bool verbose = false;                       // Open MPI's own messages too (not a training option: not in hparams)
   std::map<CLI::Option*, std::string> names;  // option -> table name ("no-shuffle" for negations)
 };
 

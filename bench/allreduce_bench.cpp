@@ -12,21 +12,21 @@
 // bytes / time and busbw = algbw * 2(n-1)/n, as nccl-tests define them.
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
+#include "ddpscope/mlp.h"
 #include "dist/grad_reducer.h"
-#include "tensor/kernels.h"
 #include "dist/mpi_c.h"
 #include "dist/mpi_communicator.h"
-#include "ddpscope/mlp.h"
+#include "tensor/kernels.h"
 
 namespace ddp {
 namespace {
@@ -80,8 +80,10 @@ void bench_communicator_vs_raw() {
   // One buffer for both, so that neither gets the better pages or cache state.
   std::vector<float> a(std::size_t{1} << 21, 1e-3f);
   if (comm->rank() == 0) {
-    std::printf("ranks %d\n| bytes | floats | communicator us | algbw GB/s | busbw GB/s | raw MPI us | raw busbw GB/s | "
-                "communicator / raw speed |\n|---|---|---|---|---|---|---|---|\n", w);
+    std::printf(
+        "ranks %d\n| bytes | floats | communicator us | algbw GB/s | busbw GB/s | raw MPI us | raw busbw GB/s | "
+        "communicator / raw speed |\n|---|---|---|---|---|---|---|---|\n",
+        w);
   }
   for (std::size_t n : sizes()) {
     std::vector<double> ours, theirs;
@@ -109,7 +111,11 @@ void bench_raw_single() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w);
   std::vector<float> b(std::size_t{1} << 21, 1e-3f);
-  if (rank == 0) std::printf("raw MPI_Allreduce, MPI_THREAD_SINGLE, ranks %d\n| bytes | floats | us | algbw | busbw |\n|---|---|---|---|---|\n", w);
+  if (rank == 0)
+    std::printf(
+        "raw MPI_Allreduce, MPI_THREAD_SINGLE, ranks %d\n| bytes | floats | us | algbw | busbw "
+        "|\n|---|---|---|---|---|\n",
+        w);
   for (std::size_t n : sizes()) {
     std::vector<double> t;
     for (int round = 0; round < kRounds; ++round) {
@@ -127,7 +133,8 @@ void bench_raw_single() {
 // that there is something to overlap: 257, 65,792, 65,792 and 2,816 floats.
 class OverlapBench {
  public:
-  OverlapBench(Communicator& comm) : comm_(comm), model_(MlpShape{}), work_(MlpShape{}, kBatch), x_(kBatch * 10), y_(kBatch) {
+  OverlapBench(Communicator& comm)
+      : comm_(comm), model_(MlpShape{}), work_(MlpShape{}, kBatch), x_(kBatch * 10), y_(kBatch) {
     model_.init_like_pytorch(1);
     for (std::size_t i = 0; i < x_.size(); ++i) x_[i] = std::sin(0.1f * i + comm.rank());
     for (std::size_t i = 0; i < y_.size(); ++i) y_[i] = std::cos(0.3f * i);
@@ -228,8 +235,12 @@ class OverlapBench {
 void bench_overlap() {
   auto comm = make_mpi_communicator();
   OverlapBench bench(*comm);
-  GradReducer after(*comm, bench.model(), {.bucket_cap_bytes = OverlapBench::kCap, .first_bucket_cap_bytes = OverlapBench::kCap, .overlap = false});
-  GradReducer overlapped(*comm, bench.model(), {.bucket_cap_bytes = OverlapBench::kCap, .first_bucket_cap_bytes = OverlapBench::kCap, .overlap = true});
+  GradReducer after(
+      *comm, bench.model(),
+      {.bucket_cap_bytes = OverlapBench::kCap, .first_bucket_cap_bytes = OverlapBench::kCap, .overlap = false});
+  GradReducer overlapped(
+      *comm, bench.model(),
+      {.bucket_cap_bytes = OverlapBench::kCap, .first_bucket_cap_bytes = OverlapBench::kCap, .overlap = true});
   bench.start_thread();
   GradReducer one_bucket(*comm, bench.model(), {});
   std::vector<double> compute, blocking, thread, nonblocking, seed_default;
@@ -245,11 +256,15 @@ void bench_overlap() {
   }
   bench.stop_thread();
   if (comm->rank() == 0) {
-    std::printf("seed MLP, batch 256 per rank, %d ranks, %zu buckets of <= 128 KiB (one per layer); us per micro-batch, "
-                "median of 15 interleaved rounds\n", comm->size(), overlapped.num_buckets());
+    std::printf(
+        "seed MLP, batch 256 per rank, %d ranks, %zu buckets of <= 128 KiB (one per layer); us per micro-batch, "
+        "median of 15 interleaved rounds\n",
+        comm->size(), overlapped.num_buckets());
     std::printf("| design | us | over compute alone |\n|---|---|---|\n");
     const double c = median(compute);
-    auto row = [&](const char* name, double t) { std::printf("| %s | %.1f | %+.1f |\n", name, t * 1e6, (t - c) * 1e6); };
+    auto row = [&](const char* name, double t) {
+      std::printf("| %s | %.1f | %+.1f |\n", name, t * 1e6, (t - c) * 1e6);
+    };
     row("forward+backward, no communication", c);
     row("allreduce of all 538,628 B alone", median(allreduce_alone));
     row("no overlap: one allreduce after backward", median(blocking));

@@ -14,8 +14,8 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <dlfcn.h>
-#include <unistd.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -35,9 +35,8 @@ namespace ddp {
 namespace {
 
 // The CBLAS ABI as BLIS 0.9 (Debian, 32-bit integers) exports it.
-using CblasSgemm = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                            const float* a, int lda, const float* b, int ldb, float beta, float* c,
-                            int ldc);
+using CblasSgemm = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a,
+                            int lda, const float* b, int ldb, float beta, float* c, int ldc);
 constexpr int kCblasRowMajor = 101;
 constexpr int kCblasNoTrans = 111;
 constexpr int kCblasTrans = 112;
@@ -95,8 +94,8 @@ struct Layer {
   int copies;  // how many of the seed's 4 layers have this shape
   bool first;  // the first layer needs no dX
 };
-constexpr Layer kLayers[] = {{"10->256", 10, 256, 1, true}, {"256->256", 256, 256, 2, false},
-                             {"256->1", 256, 1, 1, false}};
+constexpr Layer kLayers[] = {
+    {"10->256", 10, 256, 1, true}, {"256->256", 256, 256, 2, false}, {"256->1", 256, 1, 1, false}};
 constexpr int64_t kBatches[] = {16, 85, 256, 768};
 
 struct Shape {
@@ -115,8 +114,8 @@ std::vector<Shape> seed_shapes() {
   for (int64_t b : kBatches) {
     for (const Layer& l : kLayers) {
       shapes.push_back({b, &l, "fwd", Trans::kNo, Trans::kYes, b, l.out, l.in, l.in, l.in, l.out, 0.0f, l.copies});
-      shapes.push_back({b, &l, "dX", Trans::kNo, Trans::kNo, b, l.in, l.out, l.out, l.in, l.in, 0.0f,
-                        l.first ? 0 : l.copies});
+      shapes.push_back(
+          {b, &l, "dX", Trans::kNo, Trans::kNo, b, l.in, l.out, l.out, l.in, l.in, 0.0f, l.first ? 0 : l.copies});
       // Backward accumulates into the zeroed gradient buffer, hence beta = 1.
       shapes.push_back({b, &l, "dW", Trans::kYes, Trans::kNo, l.out, l.in, b, l.out, l.in, l.in, 1.0f, l.copies});
     }
@@ -127,18 +126,17 @@ std::vector<Shape> seed_shapes() {
 void run_gemm(Library library, const Shape& s, const float* a, const float* b, float* c) {
   switch (library) {
     case Library::kOpenBlas:
-      gemm_with(GemmBackend::kOpenBlas, s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a, s.lda, b, s.ldb,
-                s.beta, c, s.ldc);
+      gemm_with(GemmBackend::kOpenBlas, s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a, s.lda, b, s.ldb, s.beta, c,
+                s.ldc);
       return;
     case Library::kOneDnn:
-      gemm_with(GemmBackend::kOneDnn, s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a, s.lda, b, s.ldb,
-                s.beta, c, s.ldc);
+      gemm_with(GemmBackend::kOneDnn, s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a, s.lda, b, s.ldb, s.beta, c, s.ldc);
       return;
     case Library::kBlis:
       blis_sgemm(kCblasRowMajor, s.trans_a == Trans::kYes ? kCblasTrans : kCblasNoTrans,
-                 s.trans_b == Trans::kYes ? kCblasTrans : kCblasNoTrans, static_cast<int>(s.m),
-                 static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a, static_cast<int>(s.lda), b,
-                 static_cast<int>(s.ldb), s.beta, c, static_cast<int>(s.ldc));
+                 s.trans_b == Trans::kYes ? kCblasTrans : kCblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                 static_cast<int>(s.k), 1.0f, a, static_cast<int>(s.lda), b, static_cast<int>(s.ldb), s.beta, c,
+                 static_cast<int>(s.ldc));
       return;
   }
 }
@@ -167,8 +165,8 @@ void bm_sgemm(benchmark::State& state, Library library, Shape s) {
 }
 
 std::string benchmark_name(Library library, const Shape& s) {
-  return std::string("sgemm/") + kLibraryNames[static_cast<int>(library)] + "/B:" + std::to_string(s.batch) +
-         "/" + s.layer->name + "/" + s.op + "/M:" + std::to_string(s.m) + "/N:" + std::to_string(s.n) +
+  return std::string("sgemm/") + kLibraryNames[static_cast<int>(library)] + "/B:" + std::to_string(s.batch) + "/" +
+         s.layer->name + "/" + s.op + "/M:" + std::to_string(s.m) + "/N:" + std::to_string(s.n) +
          "/K:" + std::to_string(s.k);
 }
 
@@ -207,16 +205,16 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     print("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const Shape& s : shapes_) {
       if (best_library(s) < 0) continue;  // filtered out
-      print("| %lld | %s | %s | %lld | %lld | %lld |", static_cast<long long>(s.batch), s.layer->name,
-                  s.op, static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k));
+      print("| %lld | %s | %s | %lld | %lld | %lld |", static_cast<long long>(s.batch), s.layer->name, s.op,
+            static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k));
       for (Library library : kLibraries) print(" %s |", format_rate(rate(library, s)).c_str());
       const int best = best_library(s);
-      print(" %s | %s |\n", best < 0 ? "-" : kLibraryNames[best],
-                  kLibraryNames[static_cast<int>(rule_library(s))]);
+      print(" %s | %s |\n", best < 0 ? "-" : kLibraryNames[best], kLibraryNames[static_cast<int>(rule_library(s))]);
     }
 
-    print("\nGEMM time of one training micro-batch (fwd of 4 layers, dW of 4, dX of layers 2-4), "
-                "us (GFLOP/s):\n\n| B | GEMM FLOP | openblas | blis | onednn | rule | best per shape |\n");
+    print(
+        "\nGEMM time of one training micro-batch (fwd of 4 layers, dW of 4, dX of layers 2-4), "
+        "us (GFLOP/s):\n\n| B | GEMM FLOP | openblas | blis | onednn | rule | best per shape |\n");
     print("|---|---|---|---|---|---|---|\n");
     for (int64_t batch : kBatches) {
       double flop = 0, seconds[5] = {0, 0, 0, 0, 0};
@@ -242,8 +240,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
         worst = name;
       }
     }
-    if (!worst.empty()) print("\nlargest coefficient of variation of GFLOP/s over repetitions: %.1f %% (%s)\n",
-                                    worst_cv * 100, worst.c_str());
+    if (!worst.empty())
+      print("\nlargest coefficient of variation of GFLOP/s over repetitions: %.1f %% (%s)\n", worst_cv * 100,
+            worst.c_str());
   }
 
  private:

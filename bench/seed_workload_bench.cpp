@@ -12,12 +12,12 @@
 #include <filesystem>
 #include <vector>
 
-#include "ddpscope/mlp.h"
 #include "ddpscope/buffer.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/trainer.h"
 #include "tensor/gemm.h"
 #include "train/regression_task.h"
 #include "train/run_summary.h"
-#include "ddpscope/trainer.h"
 
 namespace {
 
@@ -80,10 +80,10 @@ int main(int argc, char** argv) {
   // The floor: 19 full batches of 256 and one of 136 per epoch, trained and validated.
   const int64_t n = config.data.dataset_size, b = config.data.batch_size;
   const int64_t full = n / b, rest = n % b;
-  const double train_floor = full * step_gemm_seconds(config.model, b, true) +
-                             (rest ? step_gemm_seconds(config.model, rest, true) : 0.0);
-  const double val_floor = full * step_gemm_seconds(config.model, b, false) +
-                           (rest ? step_gemm_seconds(config.model, rest, false) : 0.0);
+  const double train_floor =
+      full * step_gemm_seconds(config.model, b, true) + (rest ? step_gemm_seconds(config.model, rest, true) : 0.0);
+  const double val_floor =
+      full * step_gemm_seconds(config.model, b, false) + (rest ? step_gemm_seconds(config.model, rest, false) : 0.0);
   const double floor = epochs * (train_floor + val_floor);
 
   ddp::RegressionDataModule data(config);
@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
   const ddp::RunSummary& stats = trainer.stats();
   const double wall = stats.wall_seconds;
   const int64_t micro_batches = epochs * (full + (rest ? 1 : 0));
-  const double flops = epochs * n * (model.network().training_flops_per_sample() +
-                                     model.network().forward_flops_per_sample());
+  const double flops =
+      epochs * n * (model.network().training_flops_per_sample() + model.network().forward_flops_per_sample());
 
   std::printf("seed workload: %lld epochs x %lld samples, batch %lld, accumulation 3, validation every epoch\n",
               static_cast<long long>(epochs), static_cast<long long>(n), static_cast<long long>(b));

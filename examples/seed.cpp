@@ -77,7 +77,8 @@ class SimpleModel : public ddp::LightningModule {
 };
 
 int main() {
-  const ddp::TrainerOptions options{.strategy = ddp::Strategy::kDdp, .devices = 3, .max_epochs = 200, .accumulate_grad_batches = 3};
+  const ddp::TrainerOptions options{
+      .strategy = ddp::Strategy::kDdp, .devices = 3, .max_epochs = 200, .accumulate_grad_batches = 3};
   // Lightning's DDP launcher: the process started by hand runs the 3 ranks and returns their exit code.
   if (const std::optional<int> job = ddp::run_ranks_if_launcher(options)) return *job;
 

@@ -5,8 +5,8 @@
 #include <numeric>
 #include <vector>
 
-#include "ddpscope/error.h"
 #include "data/csv_dataset.h"
+#include "ddpscope/error.h"
 #include "fuzz_input_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

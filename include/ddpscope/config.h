@@ -34,7 +34,7 @@ struct TrainerOptions {
   int64_t check_val_every_n_epoch = 1;
   double limit_train_batches = 1.0;  // a fraction of the epoch's batches, or a count:
   bool limit_train_batches_is_count = false;
-  int64_t log_every_n_steps = 50;    // counted in optimizer steps
+  int64_t log_every_n_steps = 50;  // counted in optimizer steps
   int threads_per_device = 1;
   uint64_t seed = 0;  // the samplers' shuffle seed
   // ddp
@@ -48,8 +48,8 @@ struct TrainerOptions {
   LoggerList logger = {LoggerKind::kCsv};  // empty: none
   std::string default_root_dir = ".";
   std::string name = "ddpscope_logs";
-  std::string version;                 // empty: the next free version_<n>
-  bool overwrite = false;              // replace the --version folder when it exists
+  std::string version;     // empty: the next free version_<n>
+  bool overwrite = false;  // replace the --version folder when it exists
   ProgressMode progress_bar = ProgressMode::kAuto;
   // checkpoints
   std::string ckpt_path;

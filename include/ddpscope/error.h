@@ -38,8 +38,8 @@ struct DistributedError : Error {
 };
 
 [[noreturn]] inline void check_failed(const char* expr, const char* file, int line, const char* msg) {
-  std::fprintf(stderr, "ddpscope internal error: %s:%d: check '%s' failed%s%s\n", file, line, expr,
-               msg[0] ? ": " : "", msg);
+  std::fprintf(stderr, "ddpscope internal error: %s:%d: check '%s' failed%s%s\n", file, line, expr, msg[0] ? ": " : "",
+               msg);
   std::abort();
 }
 
@@ -70,19 +70,18 @@ std::string check_value(const T& value) {
 }  // namespace ddp
 
 // DDP_CHECK(cond) or DDP_CHECK(cond, "why"): an invariant of our own code.
-#define DDP_CHECK(cond, ...) \
-  ((cond) ? (void)0 : ::ddp::check_failed(#cond, __FILE__, __LINE__, "" __VA_ARGS__))
+#define DDP_CHECK(cond, ...) ((cond) ? (void)0 : ::ddp::check_failed(#cond, __FILE__, __LINE__, "" __VA_ARGS__))
 
 // DDP_CHECK_EQ(a, b) or DDP_CHECK_EQ(a, b, "why"), and NE, LT, LE, GT, GE: the same for a
 // comparison, printing both values (each evaluated once), as glog's CHECK_EQ does.
-#define DDP_CHECK_OP(op, a, b, ...)                                                                           \
-  do {                                                                                                       \
-    const auto& ddp_check_a = (a);                                                                           \
-    const auto& ddp_check_b = (b);                                                                           \
-    if (!(ddp_check_a op ddp_check_b)) {                                                                     \
+#define DDP_CHECK_OP(op, a, b, ...)                                                                               \
+  do {                                                                                                            \
+    const auto& ddp_check_a = (a);                                                                                \
+    const auto& ddp_check_b = (b);                                                                                \
+    if (!(ddp_check_a op ddp_check_b)) {                                                                          \
       ::ddp::check_op_failed(#a " " #op " " #b, ::ddp::check_value(ddp_check_a), ::ddp::check_value(ddp_check_b), \
-                             __FILE__, __LINE__, "" __VA_ARGS__);                                            \
-    }                                                                                                        \
+                             __FILE__, __LINE__, "" __VA_ARGS__);                                                 \
+    }                                                                                                             \
   } while (false)
 #define DDP_CHECK_EQ(a, b, ...) DDP_CHECK_OP(==, a, b, __VA_ARGS__)
 #define DDP_CHECK_NE(a, b, ...) DDP_CHECK_OP(!=, a, b, __VA_ARGS__)

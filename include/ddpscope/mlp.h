@@ -9,9 +9,9 @@
 #include <span>
 #include <vector>
 
+#include "ddpscope/buffer.h"
 #include "ddpscope/layer_layout.h"
 #include "ddpscope/workspace.h"
-#include "ddpscope/buffer.h"
 
 namespace ddp {
 

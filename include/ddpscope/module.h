@@ -8,10 +8,10 @@
 #include <string_view>
 
 #include "ddpscope/dataset.h"
-#include "ddpscope/mlp.h"
-#include "ddpscope/workspace.h"
-#include "ddpscope/optimizer.h"
 #include "ddpscope/loss.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/optimizer.h"
+#include "ddpscope/workspace.h"
 
 namespace ddp {
 

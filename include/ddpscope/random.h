@@ -29,8 +29,8 @@ inline float uniform_open0(uint32_t bits) { return (static_cast<float>(bits >> 8
 
 // Four standard normals from one Philox block via Box-Muller.
 inline std::array<float, 4> normal4(uint64_t key, uint64_t hi, uint64_t lo) {
-  const Philox r = philox4x32({static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32),
-                               static_cast<uint32_t>(hi), static_cast<uint32_t>(hi >> 32)},
+  const Philox r = philox4x32({static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32), static_cast<uint32_t>(hi),
+                               static_cast<uint32_t>(hi >> 32)},
                               key);
   constexpr float kTwoPi = 6.28318530717958647692f;
   const float r0 = std::sqrt(-2.0f * std::log(uniform_open0(r[0])));
@@ -41,8 +41,8 @@ inline std::array<float, 4> normal4(uint64_t key, uint64_t hi, uint64_t lo) {
 
 // Uniform 64-bit value for (key, hi, lo).
 inline uint64_t random_u64(uint64_t key, uint64_t hi, uint64_t lo) {
-  const Philox r = philox4x32({static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32),
-                               static_cast<uint32_t>(hi), static_cast<uint32_t>(hi >> 32)},
+  const Philox r = philox4x32({static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32), static_cast<uint32_t>(hi),
+                               static_cast<uint32_t>(hi >> 32)},
                               key);
   return (uint64_t{r[0]} << 32) | r[1];
 }

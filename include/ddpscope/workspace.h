@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ddpscope/layer_layout.h"
 #include "ddpscope/buffer.h"
+#include "ddpscope/layer_layout.h"
 
 namespace ddp {
 

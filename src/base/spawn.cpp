@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "ddpscope/error.h"
 #include "base/stop_signal.h"
+#include "ddpscope/error.h"
 
 extern char** environ;
 

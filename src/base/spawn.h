@@ -15,8 +15,8 @@ struct SpawnOptions {
   int stdout_fd = -1;  // -1: this process's
   int stderr_fd = -1;
   std::vector<std::pair<std::string, std::string>> environment;  // set or replaced in the child
-  bool own_process_group = false;  // a terminal's Ctrl-C then reaches only this process
-  int parent_death_signal = 0;     // sent to the child when this process dies (Linux)
+  bool own_process_group = false;                                // a terminal's Ctrl-C then reaches only this process
+  int parent_death_signal = 0;                                   // sent to the child when this process dies (Linux)
 };
 
 // Starts args[0] (an absolute path) with args. Throws Error(kOther) when fork fails; a

@@ -10,8 +10,8 @@
 #include <limits>
 #include <string_view>
 
-#include "ddpscope/error.h"
 #include "base/excerpt.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {
@@ -121,8 +121,8 @@ CsvDataset::CsvDataset(const std::string& path, int64_t input_dim, int64_t outpu
       first_line = line_no;
       if (found != expected) {
         fail(line_no, std::min(found, expected) + 1,
-             std::to_string(found) + " columns, but --input-dim " + std::to_string(input_dim) +
-                 " and --output-dim " + std::to_string(output_dim) + " expect " + std::to_string(expected) +
+             std::to_string(found) + " columns, but --input-dim " + std::to_string(input_dim) + " and --output-dim " +
+                 std::to_string(output_dim) + " expect " + std::to_string(expected) +
                  " (the inputs, then the targets)");
       }
       if (!std::all_of(cells.begin(), cells.end(), number_like)) {

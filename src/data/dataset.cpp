@@ -1,9 +1,9 @@
 #include "ddpscope/dataset.h"
 
-#include "ddpscope/error.h"
 #include "data/csv_dataset.h"
 #include "data/random_dataset.h"
 #include "data/teacher_dataset.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "ddpscope/buffer.h"
 #include "ddpscope/dataset.h"
 #include "observe/span_buffer.h"
-#include "ddpscope/buffer.h"
 
 namespace ddp {
 
@@ -45,9 +45,9 @@ class Loader {
   const Dataset& dataset_;
   int64_t batch_size_;
   int workers_;
-  int64_t num_batches_ = 0;  // consumer side
-  int64_t next_batch_ = 0;   // consumer side: the batch next() returns next
-  Slot* held_ = nullptr;     // consumer side: the slot of the batch last returned
+  int64_t num_batches_ = 0;                   // consumer side
+  int64_t next_batch_ = 0;                    // consumer side: the batch next() returns next
+  Slot* held_ = nullptr;                      // consumer side: the slot of the batch last returned
   std::vector<std::unique_ptr<Slot>> slots_;  // batch b lives in slots_[b % size]
   std::vector<std::thread> threads_;
 
@@ -59,8 +59,8 @@ class Loader {
   int64_t generation_ = 0;  // bumped per epoch; a fill of an older generation is discarded
   int64_t epoch_ = 0;
   std::vector<int64_t> indices_;
-  int64_t fill_end_ = 0;      // batches of this generation to fill
-  int64_t next_to_fill_ = 0;  // the next batch a worker claims
+  int64_t fill_end_ = 0;                                   // batches of this generation to fill
+  int64_t next_to_fill_ = 0;                               // the next batch a worker claims
   std::vector<std::unique_ptr<SpanBuffer>> worker_spans_;  // one per worker, when tracing
 };
 

@@ -44,7 +44,6 @@ inline float sqrt_small(float v) {
   float y = std::bit_cast<float>(0x5F3759DFu - (std::bit_cast<uint32_t>(v) >> 1));
   for (int i = 0; i < 3; ++i) y = y * (1.5f - 0.5f * v * y * y);
   return v > 0.0f ? v * y : 0.0f;  // at v = 0 the guess overflows; the select drops that lane
-
 }
 
 // cos and sin of 2*pi*t for t in (0, 1]: the quadrant comes from t exactly (t is in turns,
@@ -54,8 +53,8 @@ inline void sincos_turns(float t, float& c, float& s) {
   const float x = (t - 0.25f * static_cast<float>(quadrant4)) * 6.28318530717958647692f;
   const float z = x * x;
   const float sp = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * x + x;
-  const float cp = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z -
-                   0.5f * z + 1.0f;
+  const float cp =
+      ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
   const int quadrant = quadrant4 & 3;
   const float c_abs = (quadrant & 1) ? sp : cp, s_abs = (quadrant & 1) ? cp : sp;
   c = (quadrant == 1 || quadrant == 2) ? -c_abs : c_abs;
@@ -63,8 +62,7 @@ inline void sincos_turns(float t, float& c, float& s) {
 }
 
 // out[k * kLanes + l] = normal4(key, hi[l], lo[l])[k], up to the polynomials.
-void normal_chunk(uint64_t key, const uint64_t (&hi)[kLanes], const uint64_t (&lo)[kLanes],
-                  float (&out)[4 * kLanes]) {
+void normal_chunk(uint64_t key, const uint64_t (&hi)[kLanes], const uint64_t (&lo)[kLanes], float (&out)[4 * kLanes]) {
   // Philox stays scalar (GCC does not vectorise its 32x32->64 products); the Box-Muller loop
   // below is the expensive half and vectorises.
   uint32_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
@@ -92,8 +90,8 @@ void normal_chunk(uint64_t key, const uint64_t (&hi)[kLanes], const uint64_t (&l
 
 }  // namespace
 
-void normal_rows(uint64_t key, uint64_t hi, std::span<const int64_t> rows, float* a, int64_t width_a,
-                 float* b, int64_t width_b) {
+void normal_rows(uint64_t key, uint64_t hi, std::span<const int64_t> rows, float* a, int64_t width_a, float* b,
+                 int64_t width_b) {
   const int64_t width = width_a + width_b;
   const int64_t groups = (width + 3) / 4;
   const int64_t blocks = static_cast<int64_t>(rows.size()) * groups;

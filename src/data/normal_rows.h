@@ -11,7 +11,7 @@ namespace ddp {
 // rows: n counters `lo`. Row j holds width_a + width_b normals, element e taken from
 // normal4(key, hi + e / 4, rows[j])[e % 4]; the first width_a go to a (n, width_a), the
 // rest to b (n, width_b). Either width may be 0.
-void normal_rows(uint64_t key, uint64_t hi, std::span<const int64_t> rows, float* a,
-                 int64_t width_a, float* b, int64_t width_b);
+void normal_rows(uint64_t key, uint64_t hi, std::span<const int64_t> rows, float* a, int64_t width_a, float* b,
+                 int64_t width_b);
 
 }  // namespace ddp

@@ -1,8 +1,8 @@
 #include "data/random_dataset.h"
 
+#include "data/normal_rows.h"
 #include "ddpscope/error.h"
 #include "ddpscope/random.h"
-#include "data/normal_rows.h"
 
 namespace ddp {
 

@@ -17,8 +17,8 @@ std::vector<int64_t> epoch_order(int64_t size, bool shuffle, uint64_t seed, int6
   // bias is below size / 2^64, far under anything measurable.
   const uint64_t key = stream_key(seed, kStreamShuffle);
   for (int64_t i = size - 1; i > 0; --i) {
-    const uint64_t j = random_u64(key, static_cast<uint64_t>(epoch), static_cast<uint64_t>(i)) %
-                       static_cast<uint64_t>(i + 1);
+    const uint64_t j =
+        random_u64(key, static_cast<uint64_t>(epoch), static_cast<uint64_t>(i)) % static_cast<uint64_t>(i + 1);
     std::swap(order[i], order[j]);
   }
   return order;

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "data/normal_rows.h"
 #include "ddpscope/error.h"
 #include "ddpscope/random.h"
-#include "data/normal_rows.h"
 
 namespace ddp {
 namespace {

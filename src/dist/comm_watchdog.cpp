@@ -133,8 +133,8 @@ void CommWatchdog::diagnose_and_abort(const char* operation) {
   int64_t question = mine;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
-    check_or_abort(MPI_Irecv(&answers[r].entered, 1, MPI_INT64_T, r, kReplyTag, comm_, &answers[r].request), "MPI_Irecv",
-                   rank_);
+    check_or_abort(MPI_Irecv(&answers[r].entered, 1, MPI_INT64_T, r, kReplyTag, comm_, &answers[r].request),
+                   "MPI_Irecv", rank_);
     check_or_abort(MPI_Isend(&question, 1, MPI_INT64_T, r, kQueryTag, comm_, &queries[r]), "MPI_Isend", rank_);
   }
   // Keep answering while waiting: another rank may be asking us the same question.
@@ -154,8 +154,10 @@ void CommWatchdog::diagnose_and_abort(const char* operation) {
   }
   std::vector<int> silent, behind;
   for (int r = 0; r < size_; ++r) {
-    if (!answered[r]) silent.push_back(r);
-    else if (r != rank_ && answers[r].entered < mine) behind.push_back(r);
+    if (!answered[r])
+      silent.push_back(r);
+    else if (r != rank_ && answers[r].entered < mine)
+      behind.push_back(r);
   }
   std::string cause;
   if (!silent.empty()) {

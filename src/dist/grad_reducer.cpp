@@ -19,8 +19,9 @@ GradReducer::GradReducer(Communicator& comm, Mlp& model, const GradReducerOption
       grads_(model.grads()),
       num_layers_(static_cast<int64_t>(model.layers().size())),
       options_(options),
-      buckets_(comm.size() == 1 ? std::vector<GradBucket>{}
-                                : plan_buckets(model.layers(), options.bucket_cap_bytes, options.first_bucket_cap_bytes)) {
+      buckets_(comm.size() == 1
+                   ? std::vector<GradBucket>{}
+                   : plan_buckets(model.layers(), options.bucket_cap_bytes, options.first_bucket_cap_bytes)) {
   DDP_CHECK(options.bucket_cap_bytes > 0 && options.first_bucket_cap_bytes > 0);
   DDP_CHECK(comm.size() == 1 || (buckets_.front().end == grads_.size() && buckets_.back().begin == 0));
   in_flight_.reserve(buckets_.size());

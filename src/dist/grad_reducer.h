@@ -26,9 +26,9 @@
 #include <span>
 #include <vector>
 
-#include "dist/bucket_plan.h"
 #include "ddpscope/communicator.h"
 #include "ddpscope/mlp.h"
+#include "dist/bucket_plan.h"
 #include "observe/span_buffer.h"
 
 namespace ddp {
@@ -88,7 +88,9 @@ class GradReducer {
   };
   void record(int64_t start_ns, int64_t end_ns, std::size_t bytes, int64_t backward_end_ns);
 
-  std::span<float> slice(const GradBucket& bucket) const { return grads_.subspan(bucket.begin, bucket.end - bucket.begin); }
+  std::span<float> slice(const GradBucket& bucket) const {
+    return grads_.subspan(bucket.begin, bucket.end - bucket.begin);
+  }
   void count(std::span<float> slice, double seconds);
 
   Communicator& comm_;

@@ -5,28 +5,28 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "ddpscope/error.h"
 #include "base/process_tree.h"
 #include "base/spawn.h"
 #include "base/stop_signal.h"
+#include "ddpscope/error.h"
 #include "dist/mpirun_output.h"
 
 namespace ddp {
@@ -146,12 +146,14 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
 
   const int status = *mpirun_status;
   const std::string hidden =
-      output.hidden_lines() > 0 ? fmt::format(" ({} lines of Open MPI's output hidden; --verbose shows them)",
-                                              output.hidden_lines())
-                                : "";
+      output.hidden_lines() > 0
+          ? fmt::format(" ({} lines of Open MPI's output hidden; --verbose shows them)", output.hidden_lines())
+          : "";
   if (forwarded >= 2) {
-    std::fprintf(stderr, "ddpscope: stopped at once by a second %s; the ranks were killed, files already written are "
-                 "whole\n", signal_name(last_signal).c_str());
+    std::fprintf(stderr,
+                 "ddpscope: stopped at once by a second %s; the ranks were killed, files already written are "
+                 "whole\n",
+                 signal_name(last_signal).c_str());
     return 128 + last_signal;
   }
   if (output.rank_failure()) {
@@ -236,7 +238,8 @@ int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch) {
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
 
   SpawnOptions spawn;
-  spawn.environment = {{"DDPSCOPE_LAUNCHED", "1"}, {"DDPSCOPE_LAUNCH_REALTIME_NS", launch_ns},
+  spawn.environment = {{"DDPSCOPE_LAUNCHED", "1"},
+                       {"DDPSCOPE_LAUNCH_REALTIME_NS", launch_ns},
                        {"DDPSCOPE_STDERR_IS_TERMINAL", ::isatty(STDERR_FILENO) == 1 ? "1" : "0"}};
   if (geteuid() == 0) {
     spawn.environment.insert(spawn.environment.end(),
@@ -249,8 +252,8 @@ std::chrono::steady_clock::time_point job_start_time() {
   const auto now = std::chrono::steady_clock::now();
   const char* launch = std::getenv("DDPSCOPE_LAUNCH_REALTIME_NS");
   if (launch == nullptr) return now;
-  const auto since_launch = std::chrono::system_clock::now().time_since_epoch() -
-                            std::chrono::nanoseconds(std::strtoll(launch, nullptr, 10));
+  const auto since_launch =
+      std::chrono::system_clock::now().time_since_epoch() - std::chrono::nanoseconds(std::strtoll(launch, nullptr, 10));
   // A clock step or a stale variable must not produce a negative or absurd start-up.
   if (since_launch < std::chrono::nanoseconds(0) || since_launch > std::chrono::seconds(60)) return now;
   return now - std::chrono::duration_cast<std::chrono::steady_clock::duration>(since_launch);

@@ -3,8 +3,8 @@
 
 #include <array>
 
-#include "ddpscope/error.h"
 #include "ddpscope/communicator.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

@@ -1,13 +1,13 @@
 #include "dist/mpi_communicator.h"
 
-#include "dist/mpi_c.h"
 #include <unistd.h>
+#include "dist/mpi_c.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <fmt/format.h>
 
 #include "ddpscope/error.h"
 #include "dist/comm_watchdog.h"
@@ -105,10 +105,10 @@ class MpiCommunicator final : public Communicator {
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank", -1);
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size", rank_);
     if (provided < MPI_THREAD_MULTIPLE) {
-      throw DistributedError(fmt::format(
-          "rank {}: this MPI provides thread level {}, ddpscope needs MPI_THREAD_MULTIPLE ({}) for its "
-          "communication watchdog",
-          rank_, provided, MPI_THREAD_MULTIPLE));
+      throw DistributedError(
+          fmt::format("rank {}: this MPI provides thread level {}, ddpscope needs MPI_THREAD_MULTIPLE ({}) for its "
+                      "communication watchdog",
+                      rank_, provided, MPI_THREAD_MULTIPLE));
     }
     // Our own communicators: library traffic never matches the application's, and the
     // watchdog's queries never match a collective.
@@ -184,9 +184,9 @@ class MpiCommunicator final : public Communicator {
     DDP_CHECK(data.size() <= kMaxCount, "asynchronous allreduce of more than 2^30 floats");
     const int64_t number = watchdog_->begin();
     MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, comm_,
-                             &request),
-              "MPI_Iallreduce", rank_);
+    check_mpi(
+        MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, comm_, &request),
+        "MPI_Iallreduce", rank_);
     return std::make_unique<MpiPendingAllreduce>(request, *watchdog_, number, rank_, mean_of, size_);
   }
 

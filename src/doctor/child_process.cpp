@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "ddpscope/error.h"
 #include "base/spawn.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 
@@ -29,8 +29,8 @@ ChildResult run_child(const std::vector<std::string>& args, const std::filesyste
     const std::string why = std::strerror(errno);
     if (out >= 0) ::close(out);
     if (err >= 0) ::close(err);
-    throw Error(ExitCode::kOther, fmt::format("cannot create {} or {}: {}", stdout_file.string(),
-                                              stderr_file.string(), why));
+    throw Error(ExitCode::kOther,
+                fmt::format("cannot create {} or {}: {}", stdout_file.string(), stderr_file.string(), why));
   }
   SpawnOptions options;
   options.stdout_fd = out;

@@ -20,8 +20,10 @@ std::vector<std::string> train_arguments(const Config& config) {
       if (s.name == name) spec = &s;
     }
     if (spec != nullptr && spec->is_flag) {
-      if (value == "true") args.push_back("--" + name);
-      else if (!spec->negation.empty()) args.push_back("--" + spec->negation);
+      if (value == "true")
+        args.push_back("--" + name);
+      else if (!spec->negation.empty())
+        args.push_back("--" + spec->negation);
       continue;
     }
     args.push_back("--" + name);
@@ -34,8 +36,9 @@ std::string shell_command(const std::vector<std::string>& args) {
   std::string out;
   for (const std::string& arg : args) {
     if (!out.empty()) out += ' ';
-    const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                             "0123456789-_.,/:=+") == std::string::npos;
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789-_.,/:=+") == std::string::npos;
     out += plain ? arg : "'" + arg + "'";
   }
   return out;

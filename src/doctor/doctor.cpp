@@ -43,7 +43,8 @@ std::vector<AllreducePoint> probe(const std::string& exe, int devices, int64_t g
     *error = "the allreduce probe wrote no readable result";
     return points;
   }
-  for (const auto& p : j["points"]) points.push_back({p["ranks"].get<int>(), p["bytes"].get<double>(), p["seconds"].get<double>()});
+  for (const auto& p : j["points"])
+    points.push_back({p["ranks"].get<int>(), p["bytes"].get<double>(), p["seconds"].get<double>()});
   return points;
 }
 
@@ -84,12 +85,15 @@ void run_plan(const DoctorPlan& plan, const DoctorRequest& request, const std::s
               std::FILE* out) {
   const Config& base = request.config;
   for (const int devices : plan.devices) {
-    std::fprintf(out, "running %s (%lld epochs)...\n", label_for(devices).c_str(), static_cast<long long>(base.trainer.max_epochs));
+    std::fprintf(out, "running %s (%lld epochs)...\n", label_for(devices).c_str(),
+                 static_cast<long long>(base.trainer.max_epochs));
     std::fflush(out);
     result.runs.push_back(run_training(exe, base, devices, base.trainer.max_epochs, label_for(devices), request.dir));
     const RunRecord& r = result.runs.back();
-    if (r.ok) std::fprintf(out, "  %.2f s\n", r.wall_seconds);
-    else std::fprintf(out, "  failed: %s\n", r.error.c_str());
+    if (r.ok)
+      std::fprintf(out, "  %.2f s\n", r.wall_seconds);
+    else
+      std::fprintf(out, "  failed: %s\n", r.error.c_str());
   }
   for (const Ablation& ablation : plan.ablations) {
     for (const int devices : plan.ablation_devices) {
@@ -101,8 +105,12 @@ void run_plan(const DoctorPlan& plan, const DoctorRequest& request, const std::s
       const std::string label = label_for(devices, ablation.name);
       std::fprintf(out, "running %s (%lld epochs)...\n", label.c_str(), static_cast<long long>(epochs));
       std::fflush(out);
-      AblationResult run{ablation.name, ablation.habit, ablation.fix, ablation.phase,
-                         run_training(exe, changed, devices, epochs, label, request.dir), baseline};
+      AblationResult run{ablation.name,
+                         ablation.habit,
+                         ablation.fix,
+                         ablation.phase,
+                         run_training(exe, changed, devices, epochs, label, request.dir),
+                         baseline};
       if (!run.run.ok) std::fprintf(out, "  failed: %s\n", run.run.error.c_str());
       result.ablations.push_back(std::move(run));
     }
@@ -116,8 +124,10 @@ void fit(const DoctorRequest& request, const std::string& exe, const WorkloadCou
   if (max_devices > 1) {
     std::string error;
     const auto points = probe(exe, max_devices, counts.parameters * 4, request.dir, &error);
-    if (!points.empty()) result.allreduce = fit_allreduce(points);
-    else result.notes.push_back(error);
+    if (!points.empty())
+      result.allreduce = fit_allreduce(points);
+    else
+      result.notes.push_back(error);
   }
   std::vector<nlohmann::json> summaries;
   for (const RunRecord& r : result.runs) {

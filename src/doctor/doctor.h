@@ -10,16 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "doctor/doctor_result.h"
 #include "ddpscope/config.h"
+#include "doctor/doctor_result.h"
 
 namespace ddp {
 
 struct DoctorRequest {
-  Config config;             // the resolved base configuration
-  std::vector<int> devices;  // increasing, distinct, >= 1
-  bool ablations = false;    // doctor: true; compare: false
-  std::filesystem::path dir;  // this doctor's own folder; runs go to dir/runs/<label>
+  Config config;                   // the resolved base configuration
+  std::vector<int> devices;        // increasing, distinct, >= 1
+  bool ablations = false;          // doctor: true; compare: false
+  std::filesystem::path dir;       // this doctor's own folder; runs go to dir/runs/<label>
   std::vector<std::string> notes;  // shown in the report (what was run, and why)
   std::string command;             // the command that ran this doctor
   // Epochs of each ablation run: chosen so a run takes about this long, then extrapolated.

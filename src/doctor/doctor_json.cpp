@@ -14,9 +14,13 @@ nlohmann::ordered_json optional_json(const std::optional<T>& value) {
 }
 
 nlohmann::ordered_json run_json(const RunRecord& run) {
-  nlohmann::ordered_json j = {{"label", run.label}, {"devices", run.devices}, {"command", run.command},
-                              {"epochs_run", run.epochs_run}, {"epochs", run.epochs_full},
-                              {"extrapolated", run.extrapolated}, {"ok", run.ok}};
+  nlohmann::ordered_json j = {{"label", run.label},
+                              {"devices", run.devices},
+                              {"command", run.command},
+                              {"epochs_run", run.epochs_run},
+                              {"epochs", run.epochs_full},
+                              {"extrapolated", run.extrapolated},
+                              {"ok", run.ok}};
   if (!run.ok) {
     j["error"] = run.error;
     return j;
@@ -37,8 +41,11 @@ nlohmann::ordered_json run_json(const RunRecord& run) {
 nlohmann::ordered_json probe_json(const AllreduceFit& allreduce) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& row : allreduce.rows) {
-    rows.push_back({{"ranks", row.point.ranks}, {"bytes", row.point.bytes}, {"seconds", row.point.seconds},
-                    {"model_seconds", row.model_seconds}, {"algbw_bytes_per_second", row.algbw_bytes_per_second},
+    rows.push_back({{"ranks", row.point.ranks},
+                    {"bytes", row.point.bytes},
+                    {"seconds", row.point.seconds},
+                    {"model_seconds", row.model_seconds},
+                    {"algbw_bytes_per_second", row.algbw_bytes_per_second},
                     {"busbw_bytes_per_second", row.busbw_bytes_per_second}});
   }
   return rows;
@@ -46,17 +53,24 @@ nlohmann::ordered_json probe_json(const AllreduceFit& allreduce) {
 
 nlohmann::ordered_json prediction_json(const PredictionRow& p) {
   const WorkloadConfig& w = p.workload;
-  return {{"label", optional_json(p.label)}, {"ablation", optional_json(p.ablation)},
-          {"devices", w.devices}, {"interconnect", w.interconnect}, {"batch_size", w.batch_size},
-          {"hidden_size", w.hidden_size}, {"hidden_layers", w.hidden_layers},
-          {"predicted_wall_seconds", p.predicted_wall_seconds}, {"predicted_speedup", p.predicted_speedup},
-          {"measured_wall_seconds", optional_json(p.measured_wall_seconds)}, {"error", optional_json(p.error())}};
+  return {{"label", optional_json(p.label)},
+          {"ablation", optional_json(p.ablation)},
+          {"devices", w.devices},
+          {"interconnect", w.interconnect},
+          {"batch_size", w.batch_size},
+          {"hidden_size", w.hidden_size},
+          {"hidden_layers", w.hidden_layers},
+          {"predicted_wall_seconds", p.predicted_wall_seconds},
+          {"predicted_speedup", p.predicted_speedup},
+          {"measured_wall_seconds", optional_json(p.measured_wall_seconds)},
+          {"error", optional_json(p.error())}};
 }
 
 nlohmann::ordered_json ablation_json(const AblationResult& a) {
-  nlohmann::ordered_json j = {{"name", a.name}, {"devices", a.run.devices}, {"label", a.run.label}, {"ok", a.run.ok},
-                              {"epochs_run", a.run.epochs_run}, {"extrapolated", a.run.extrapolated},
-                              {"command", a.run.command}};
+  nlohmann::ordered_json j = {
+      {"name", a.name},          {"devices", a.run.devices},       {"label", a.run.label},
+      {"ok", a.run.ok},          {"epochs_run", a.run.epochs_run}, {"extrapolated", a.run.extrapolated},
+      {"command", a.run.command}};
   if (a.run.ok && a.baseline->ok) {
     j["wall_seconds"] = a.run.wall_seconds;
     j["baseline_wall_seconds"] = a.baseline->wall_seconds;

@@ -10,7 +10,9 @@ namespace {
 
 void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
   const double one = runs.front().ok && runs.front().devices == 1 ? runs.front().wall_seconds : 0;
-  std::fprintf(out, "\n%-8s %9s %11s %8s %10s %7s | per micro-batch, ms (rank spread): forward backward comm_wait data | per epoch, ms: validation\n",
+  std::fprintf(out,
+               "\n%-8s %9s %11s %8s %10s %7s | per micro-batch, ms (rank spread): forward backward comm_wait data | "
+               "per epoch, ms: validation\n",
                "devices", "wall s", "samples/s", "speedup", "efficiency", "steps");
   for (const RunRecord& r : runs) {
     if (!r.ok) {
@@ -32,9 +34,10 @@ void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
     };
     const double speedup = one > 0 ? one / r.wall_seconds : 0;
     std::fprintf(out, "%-8d %9.2f %11.0f %8.2f %9.0f%% %7lld | %s %s %s %s | %s\n", r.devices, r.wall_seconds,
-                 s.samples_per_second(), speedup, 100.0 * speedup / r.devices, static_cast<long long>(s.optimizer_steps),
-                 per(Phase::kForward, micro_batches).c_str(), per(Phase::kBackward, micro_batches).c_str(),
-                 per(Phase::kCommWait, micro_batches).c_str(), per(Phase::kData, micro_batches).c_str(),
+                 s.samples_per_second(), speedup, 100.0 * speedup / r.devices,
+                 static_cast<long long>(s.optimizer_steps), per(Phase::kForward, micro_batches).c_str(),
+                 per(Phase::kBackward, micro_batches).c_str(), per(Phase::kCommWait, micro_batches).c_str(),
+                 per(Phase::kData, micro_batches).c_str(),
                  per(Phase::kValidation, std::max<double>(1, static_cast<double>(s.epochs))).c_str());
   }
 }
@@ -54,9 +57,10 @@ void print_ablations(std::FILE* out, const std::vector<AblationResult>& ablation
 }
 
 void print_model(std::FILE* out, const ModelParameters& model, const std::vector<PredictionRow>& predictions) {
-  std::fprintf(out, "\nModel: %.0f GFLOP/s training, allreduce alpha %.1f us, beta %.2f GB/s, jitter %.1f %%, launch %.2f s\n",
-               model.flops_per_second / 1e9, model.alpha_seconds * 1e6, model.beta_bytes_per_second / 1e9,
-               100 * model.jitter_fraction, model.launch_seconds);
+  std::fprintf(
+      out, "\nModel: %.0f GFLOP/s training, allreduce alpha %.1f us, beta %.2f GB/s, jitter %.1f %%, launch %.2f s\n",
+      model.flops_per_second / 1e9, model.alpha_seconds * 1e6, model.beta_bytes_per_second / 1e9,
+      100 * model.jitter_fraction, model.launch_seconds);
   std::fprintf(out, "Predicted vs measured:\n");
   for (const PredictionRow& p : predictions) {
     if (!p.measured_wall_seconds) continue;

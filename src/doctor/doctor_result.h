@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ddpscope/config.h"
 #include "doctor/findings.h"
 #include "doctor/run_record.h"
 #include "doctor/scaling_model.h"
 #include "doctor/workload_counts.h"
-#include "ddpscope/config.h"
 
 namespace ddp {
 
@@ -26,17 +26,17 @@ struct PredictionRow {
   double predicted_wall_seconds = 0;
   double predicted_speedup = 0;
   std::optional<double> measured_wall_seconds;  // the run's, when it ran and succeeded
-  std::optional<double> error() const;  // (predicted - measured) / measured
+  std::optional<double> error() const;          // (predicted - measured) / measured
 };
 
 struct DoctorResult {
   bool ablations_run = false;  // doctor: true; compare: false
   Config config;               // the base configuration
   std::vector<std::string> notes;
-  std::string command;  // the command that ran this doctor
-  std::vector<RunRecord> runs;  // by increasing devices
+  std::string command;                    // the command that ran this doctor
+  std::vector<RunRecord> runs;            // by increasing devices
   std::vector<AblationResult> ablations;  // each points at its baseline in `runs`
-  AllreduceFit allreduce;  // rows empty without a probe
+  AllreduceFit allreduce;                 // rows empty without a probe
   std::optional<ModelParameters> model;
   std::vector<PredictionRow> predictions;
   std::vector<Finding> findings;

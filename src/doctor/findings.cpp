@@ -32,11 +32,12 @@ void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
     Finding f;
     f.title = fmt::format("{} costs {:.2f} ms per optimizer step on each rank: {} of the run at {} device{}", a.habit,
                           1e3 * cost / steps, percent(share), a.run.devices, a.run.devices > 1 ? "s" : "");
-    f.detail = fmt::format("In {} the {} phase took {:.3f} s; with {} it took {:.3f} s. Wall time: {:.2f} s, "
-                           "and {:.2f} s with {}{}.",
-                           a.baseline->label, a.phase, a.baseline->phase(a.phase), a.name, a.run.phase(a.phase),
-                           a.baseline->wall_seconds, a.run.wall_seconds, a.name,
-                           a.run.extrapolated ? fmt::format(" (extrapolated from {} epochs)", a.run.epochs_run) : "");
+    f.detail = fmt::format(
+        "In {} the {} phase took {:.3f} s; with {} it took {:.3f} s. Wall time: {:.2f} s, "
+        "and {:.2f} s with {}{}.",
+        a.baseline->label, a.phase, a.baseline->phase(a.phase), a.name, a.run.phase(a.phase), a.baseline->wall_seconds,
+        a.run.wall_seconds, a.name,
+        a.run.extrapolated ? fmt::format(" (extrapolated from {} epochs)", a.run.epochs_run) : "");
     f.cost_seconds = cost;
     f.share_of_wall = share;
     f.evidence = {a.baseline->label, a.run.label};
@@ -75,9 +76,10 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
 
   if (speedup < kEfficiencyFloor * n) {
     Finding f;
-    f.title = speedup < 1 ? fmt::format("{} devices are slower than one: {:.2f} s against {:.2f} s", n, wall, one.wall_seconds)
-                          : fmt::format("{} devices are {:.2f}x faster than one, {} of the ideal {}x", n, speedup,
-                                        percent(speedup / n), n);
+    f.title = speedup < 1
+                  ? fmt::format("{} devices are slower than one: {:.2f} s against {:.2f} s", n, wall, one.wall_seconds)
+                  : fmt::format("{} devices are {:.2f}x faster than one, {} of the ideal {}x", n, speedup,
+                                percent(speedup / n), n);
     const double ideal = one.wall_seconds / n;
     f.detail = fmt::format(
         "Ideal would be {:.2f} s. The {}-device run spent {:.2f} s starting up ({:.2f} s more than one device), "
@@ -90,9 +92,10 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     const auto batch = smallest_batch_where_n_beats_one(in.model, in.workload, n);
     const auto width = smallest_width_where_n_beats_one(in.model, in.workload, n);
     if (speedup < 1) {
-      f.fix = fmt::format("Give each device more work per synchronisation. The fitted model predicts {} devices beat one {}{}.",
-                          n, batch ? fmt::format("from a per-device batch of {}", *batch) : "at no batch size up to 65536",
-                          width ? fmt::format(", or from a hidden width of {}", *width) : "");
+      f.fix = fmt::format(
+          "Give each device more work per synchronisation. The fitted model predicts {} devices beat one {}{}.", n,
+          batch ? fmt::format("from a per-device batch of {}", *batch) : "at no batch size up to 65536",
+          width ? fmt::format(", or from a hidden width of {}", *width) : "");
     } else {
       f.fix = "See the costs below, largest first.";
     }
@@ -103,9 +106,10 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     Finding f;
     f.title = fmt::format("Starting {} processes and MPI costs {:.2f} s: {} of the {}-device run", n, extra_startup,
                           percent(extra_startup / wall), n);
-    f.detail = fmt::format("Start-up took {:.2f} s at 1 device and {:.2f} s at {} devices (launching under mpirun, "
-                           "initialising MPI, broadcasting the parameters). It does not shrink with the epochs.",
-                           one.startup(), many.startup(), n);
+    f.detail = fmt::format(
+        "Start-up took {:.2f} s at 1 device and {:.2f} s at {} devices (launching under mpirun, "
+        "initialising MPI, broadcasting the parameters). It does not shrink with the epochs.",
+        one.startup(), many.startup(), n);
     f.cost_seconds = extra_startup;
     f.share_of_wall = extra_startup / wall;
     f.evidence = evidence;
@@ -117,7 +121,8 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     const WorkloadCounts counts = count_workload(in.workload);
     double per_sync = 0;
     for (const int64_t bytes : counts.bucket_bytes) {
-      per_sync += ring_allreduce_seconds(n, static_cast<double>(bytes), in.model.alpha_seconds, in.model.beta_bytes_per_second);
+      per_sync +=
+          ring_allreduce_seconds(n, static_cast<double>(bytes), in.model.alpha_seconds, in.model.beta_bytes_per_second);
     }
     const double transfer = per_sync * counts.syncs_per_epoch * in.workload.epochs;
     Finding f;
@@ -128,21 +133,23 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
         "beta {:.2f} GB/s) the transfers take {:.3f} s; the other {:.3f} s is ranks waiting for the slowest one ({} "
         "of the compute between synchronisations on this machine).",
         counts.syncs_per_epoch * in.workload.epochs, counts.parameters * 4 / 1e3, where_ranks_ran(many),
-        1e6 * in.model.alpha_seconds,
-        in.model.beta_bytes_per_second / 1e9, transfer, std::max(0.0, comm_wait - transfer),
-        percent(in.model.jitter_fraction));
+        1e6 * in.model.alpha_seconds, in.model.beta_bytes_per_second / 1e9, transfer,
+        std::max(0.0, comm_wait - transfer), percent(in.model.jitter_fraction));
     f.cost_seconds = comm_wait;
     f.share_of_wall = comm_wait / wall;
     f.evidence = {many.label};
-    f.fix = "Synchronise less often per unit of work: a larger per-device batch or more gradient accumulation; "
-            "keep no_sync on during accumulation.";
+    f.fix =
+        "Synchronise less often per unit of work: a larger per-device batch or more gradient accumulation; "
+        "keep no_sync on during accumulation.";
     out.push_back(std::move(f));
   }
 
   // Each of N ranks computes 1/N of the 1-device run's steps; what its compute takes beyond
   // that is the ranks slowing each other where they share a host (cores, memory bandwidth,
   // other processes), a cost apart from the network's, which is in the wait above.
-  const auto compute = [](const RunRecord& r) { return r.phase("forward") + r.phase("backward") + r.phase("optimizer"); };
+  const auto compute = [](const RunRecord& r) {
+    return r.phase("forward") + r.phase("backward") + r.phase("optimizer");
+  };
   const double sharing = compute(many) - compute(one) / n;
   if (sharing / wall > kSharingMinShare) {
     Finding f;
@@ -156,8 +163,9 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     f.cost_seconds = sharing;
     f.share_of_wall = sharing / wall;
     f.evidence = evidence;
-    f.fix = "Give each rank cores of its own: no more ranks per host than idle cores, pinned, with nothing else "
-            "running there; or spread the ranks over more hosts.";
+    f.fix =
+        "Give each rank cores of its own: no more ranks per host than idle cores, pinned, with nothing else "
+        "running there; or spread the ranks over more hosts.";
     out.push_back(std::move(f));
   }
 
@@ -173,9 +181,10 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     const std::string_view name = kPhaseNames[static_cast<std::size_t>(phase)];
     Finding f;
     f.title = fmt::format("Rank {} is a straggler in {}: {:.3f} s more than the fastest rank", slowest, name, gap);
-    f.detail = fmt::format("In {}, {} took {:.3f} s on rank {} and {:.3f} s on the fastest rank; every other rank "
-                           "waits for it at the next synchronisation.",
-                           many.label, name, max, slowest, fastest);
+    f.detail = fmt::format(
+        "In {}, {} took {:.3f} s on rank {} and {:.3f} s on the fastest rank; every other rank "
+        "waits for it at the next synchronisation.",
+        many.label, name, max, slowest, fastest);
     f.cost_seconds = gap;
     f.share_of_wall = gap / many.summary.wall_seconds;
     f.evidence = {many.label};
@@ -197,9 +206,10 @@ void fixed_cost_finding(const FindingInputs& in, std::vector<Finding>& out) {
   const RunRecord& run = *in.device_runs.front();
   Finding f;
   f.title = fmt::format("Fixed costs are {} of every micro-batch's compute", percent(share));
-  f.detail = fmt::format("A micro-batch of {} samples needs {:.1f} MFLOP, {:.3f} ms at the fitted {:.0f} GFLOP/s, "
-                         "but also {:.3f} ms that do not depend on its size (kernel calls, bookkeeping).",
-                         in.workload.batch_size, flops / 1e6, 1e3 * compute, in.model.flops_per_second / 1e9, 1e3 * fixed);
+  f.detail = fmt::format(
+      "A micro-batch of {} samples needs {:.1f} MFLOP, {:.3f} ms at the fitted {:.0f} GFLOP/s, "
+      "but also {:.3f} ms that do not depend on its size (kernel calls, bookkeeping).",
+      in.workload.batch_size, flops / 1e6, 1e3 * compute, in.model.flops_per_second / 1e9, 1e3 * fixed);
   f.cost_seconds = fixed * counts.micro_batches_per_epoch * in.workload.epochs;
   f.share_of_wall = f.cost_seconds / run.wall_seconds;
   f.evidence = {run.label};
@@ -214,13 +224,18 @@ std::vector<Finding> find_problems(const FindingInputs& inputs) {
   habit_findings(inputs, out);
   multi_device_findings(inputs, out);
   fixed_cost_finding(inputs, out);
-  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.cost_seconds > b.cost_seconds; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Finding& a, const Finding& b) { return a.cost_seconds > b.cost_seconds; });
   return out;
 }
 
 nlohmann::ordered_json to_json(const Finding& f) {
-  return {{"title", f.title},          {"detail", f.detail},     {"cost_seconds", f.cost_seconds},
-          {"share_of_wall", f.share_of_wall}, {"evidence", f.evidence}, {"fix", f.fix}};
+  return {{"title", f.title},
+          {"detail", f.detail},
+          {"cost_seconds", f.cost_seconds},
+          {"share_of_wall", f.share_of_wall},
+          {"evidence", f.evidence},
+          {"fix", f.fix}};
 }
 
 }  // namespace ddp

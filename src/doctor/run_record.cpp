@@ -55,7 +55,8 @@ RunRecord run_training(const std::string& executable, const Config& config, int 
   std::filesystem::create_directories(root / "runs");
   const ChildResult child = run_child(args, root / "runs" / (folder + ".out"), root / "runs" / (folder + ".err"));
   if (child.exit_code != 0) {
-    run.error = fmt::format("exit code {}: {}", child.exit_code, child.stderr_text.empty() ? "(no message)" : child.stderr_text);
+    run.error = fmt::format("exit code {}: {}", child.exit_code,
+                            child.stderr_text.empty() ? "(no message)" : child.stderr_text);
     while (!run.error.empty() && run.error.back() == '\n') run.error.pop_back();
     return run;
   }

@@ -14,13 +14,13 @@ struct RunRecord {
   std::string label;  // "devices=2", "devices=2 batch=1024", ...
   int devices = 1;
   Config config;
-  std::string command;        // the exact command that reproduces it
-  int64_t epochs_run = 0;     // epochs this run trained
-  int64_t epochs_full = 0;    // the configuration's epochs; walls are extrapolated to these
+  std::string command;      // the exact command that reproduces it
+  int64_t epochs_run = 0;   // epochs this run trained
+  int64_t epochs_full = 0;  // the configuration's epochs; walls are extrapolated to these
   bool ok = false;
-  std::string error;          // when !ok: the run's own message
-  RunSummary summary;         // its summary.json, when ok
-  double wall_seconds = 0;    // measured, or extrapolated to epochs_full
+  std::string error;        // when !ok: the run's own message
+  RunSummary summary;       // its summary.json, when ok
+  double wall_seconds = 0;  // measured, or extrapolated to epochs_full
   bool extrapolated = false;
 
   // Seconds of a phase, mean over ranks, scaled like wall_seconds (startup is not scaled).

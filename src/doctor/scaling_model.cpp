@@ -77,8 +77,7 @@ double compute_seconds_per_epoch(const ModelParameters& m, const WorkloadCounts&
          per_rate(static_cast<double>(n.train_samples_per_epoch) * n.training_flops_per_sample, m.flops_per_second);
 }
 
-PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, const WorkloadCounts& n,
-                          double sync_s) {
+PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, const WorkloadCounts& n, double sync_s) {
   PhaseTimes p{};
   const double epochs = static_cast<double>(c.epochs);
   // Contention is between ranks that share this machine's cores and memory; devices behind
@@ -91,14 +90,17 @@ PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, con
   at(p, Phase::kStartup) = m.startup_seconds + (c.devices > 1 ? m.launch_seconds : 0.0);
   at(p, Phase::kForward) = epochs * compute * forward_share;
   at(p, Phase::kBackward) = epochs * compute * (1.0 - forward_share);
-  at(p, Phase::kData) = shared * epochs * (n.micro_batches_per_epoch * m.data_seconds_per_micro_batch +
-                                           n.train_samples_per_epoch * m.data_seconds_per_sample);
+  at(p, Phase::kData) = shared * epochs *
+                        (n.micro_batches_per_epoch * m.data_seconds_per_micro_batch +
+                         n.train_samples_per_epoch * m.data_seconds_per_sample);
   at(p, Phase::kCommWait) = c.devices > 1 ? epochs * (n.syncs_per_epoch * sync_s + m.jitter_fraction * compute) : 0.0;
-  at(p, Phase::kOptimizer) = shared * n.optimizer_steps * (m.optimizer_seconds_per_step +
-                                                  static_cast<double>(n.parameters) * m.optimizer_seconds_per_parameter);
+  at(p, Phase::kOptimizer) =
+      shared * n.optimizer_steps *
+      (m.optimizer_seconds_per_step + static_cast<double>(n.parameters) * m.optimizer_seconds_per_parameter);
   at(p, Phase::kValidation) =
-      shared * n.validations * (n.val_batches_rank0 * m.val_fixed_seconds_per_batch +
-                       per_rate(static_cast<double>(n.val_samples_rank0) * n.forward_flops_per_sample, m.val_flops_per_second));
+      shared * n.validations *
+      (n.val_batches_rank0 * m.val_fixed_seconds_per_batch +
+       per_rate(static_cast<double>(n.val_samples_rank0) * n.forward_flops_per_sample, m.val_flops_per_second));
   at(p, Phase::kLogging) = epochs * m.fixed_seconds_per_epoch + n.logging_events * m.logging_seconds_per_event;
   at(p, Phase::kMonitor) = c.monitor_per_step ? (1.0 + m.monitor_contention * sharing) * epochs *
                                                     n.micro_batches_per_epoch * m.monitor_seconds_per_micro_batch
@@ -124,7 +126,8 @@ struct MeasuredRun {
 double number_field(const nlohmann::json& object, const std::string& key, const std::string& where) {
   const auto it = object.find(key);
   if (it == object.end()) throw DataError(fmt::format("{} has no \"{}\"", where, key));
-  if (!it->is_number()) throw DataError(fmt::format("{} field \"{}\" is {}, expected a number", where, key, it->dump()));
+  if (!it->is_number())
+    throw DataError(fmt::format("{} field \"{}\" is {}, expected a number", where, key, it->dump()));
   const double value = it->get<double>();
   if (!std::isfinite(value)) throw DataError(fmt::format("{} field \"{}\" is not finite", where, key));
   return value;
@@ -158,9 +161,10 @@ MeasuredRun measured_run(const nlohmann::json& summary, std::size_t index) {
   const auto samples = static_cast<int64_t>(number_field(summary, "train_samples", where));
   const int64_t counted_samples = run.config.epochs * run.counts.train_samples_per_epoch * run.config.devices;
   if (steps != run.counts.optimizer_steps || samples != counted_samples) {
-    throw DataError(fmt::format("{}: {} optimizer steps and {} samples measured, {} and {} counted for {} complete "
-                                "epochs; the model needs runs of whole epochs (no --max-steps stop)",
-                                where, steps, samples, run.counts.optimizer_steps, counted_samples, run.config.epochs));
+    throw DataError(
+        fmt::format("{}: {} optimizer steps and {} samples measured, {} and {} counted for {} complete "
+                    "epochs; the model needs runs of whole epochs (no --max-steps stop)",
+                    where, steps, samples, run.counts.optimizer_steps, counted_samples, run.config.epochs));
   }
   return run;
 }
@@ -168,7 +172,8 @@ MeasuredRun measured_run(const nlohmann::json& summary, std::size_t index) {
 template <typename Setter>
 std::vector<SweepPoint> sweep(const ModelParameters& model, WorkloadConfig config, int devices, int64_t from,
                               int64_t to, Setter set) {
-  if (devices < 2) throw UsageError(fmt::format("--devices: '{}' is not accepted here; expected an integer >= 2", devices));
+  if (devices < 2)
+    throw UsageError(fmt::format("--devices: '{}' is not accepted here; expected an integer >= 2", devices));
   config.devices = devices;
   std::vector<SweepPoint> points;
   for (int64_t value = from; value <= to; value *= 2) {
@@ -261,11 +266,13 @@ Prediction predict(const ModelParameters& model, const WorkloadConfig& config) {
 
 void require_finite_prediction(const ModelParameters& model, const WorkloadConfig& config) {
   const Prediction p = predict(model, config);
-  for (const auto& [seconds, devices] : {std::pair{p.wall_seconds, config.devices}, std::pair{p.one_device_wall_seconds, 1}}) {
+  for (const auto& [seconds, devices] :
+       {std::pair{p.wall_seconds, config.devices}, std::pair{p.one_device_wall_seconds, 1}}) {
     if (!std::isfinite(seconds) || !(seconds > 0)) {
-      throw DataError(fmt::format("\"model\" predicts a wall time of {} s for {} device{} x batch {}; expected a finite "
-                                  "time > 0 (write the model with 'ddpscope doctor')",
-                                  seconds, devices, devices == 1 ? "" : "s", config.batch_size));
+      throw DataError(
+          fmt::format("\"model\" predicts a wall time of {} s for {} device{} x batch {}; expected a finite "
+                      "time > 0 (write the model with 'ddpscope doctor')",
+                      seconds, devices, devices == 1 ? "" : "s", config.batch_size));
     }
   }
 }
@@ -280,7 +287,8 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
   m.beta_bytes_per_second = allreduce.beta_bytes_per_second;
   // Per-rank prices come from the 1-device runs when there are any: the multi-device runs
   // then tell how much ranks sharing the machine slow each other down.
-  const bool have_single = std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return r.config.devices == 1; });
+  const bool have_single =
+      std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return r.config.devices == 1; });
   std::vector<Row> compute, data, optimizer, validation, logging, monitor;
   for (const MeasuredRun& r : runs) {
     if (have_single && r.config.devices > 1) continue;
@@ -334,7 +342,8 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
       alone.jitter_fraction = 0;
       const PhaseTimes base = predict_phases(alone, r.config, r.counts, 0.0);
       double modelled = 0, measured = 0;
-      for (const Phase phase : {Phase::kForward, Phase::kBackward, Phase::kData, Phase::kOptimizer, Phase::kValidation}) {
+      for (const Phase phase :
+           {Phase::kForward, Phase::kBackward, Phase::kData, Phase::kOptimizer, Phase::kValidation}) {
         modelled += at(base, phase);
         measured += at(r.phases, phase);
       }
@@ -342,7 +351,8 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
       const double w = r.wall_seconds > 0 ? 1.0 / r.wall_seconds : 1.0;
       shared.push_back({extra * modelled, 0, measured - modelled, w});
       if (r.config.monitor_per_step) {
-        probe.push_back({extra * at(base, Phase::kMonitor), 0, at(r.phases, Phase::kMonitor) - at(base, Phase::kMonitor), w});
+        probe.push_back(
+            {extra * at(base, Phase::kMonitor), 0, at(r.phases, Phase::kMonitor) - at(base, Phase::kMonitor), w});
       }
     }
     m.compute_contention = fit_one_nonnegative(shared);

@@ -49,7 +49,7 @@ struct AllreducePoint {
 struct AllreduceFit {
   double alpha_seconds = 0;          // per ring step
   double beta_bytes_per_second = 0;  // comparable with nccl-tests' busbw
-  struct Row {  // per point, for the report
+  struct Row {                       // per point, for the report
     AllreducePoint point;
     double model_seconds = 0;
     double algbw_bytes_per_second = 0;  // bytes / measured seconds
@@ -69,17 +69,17 @@ AllreduceFit fit_allreduce(const std::vector<ProbePoint>& points);
 
 // The model's prices. JSON names (doctor.json "model") in the comments where they differ.
 struct ModelParameters {
-  double alpha_seconds = 0;          // measured allreduce latency per ring step
-  double beta_bytes_per_second = 0;  // measured allreduce bandwidth (busbw)
-  double flops_per_second = 0;       // R: effective GEMM rate of training
-  double fixed_seconds_per_step = 0;  // a_mb: fixed forward+backward seconds per micro-batch
-  double fixed_seconds_per_epoch = 0;  // l0: logging per epoch (loggers' flush)
-  double startup_seconds = 0;          // s1
-  double launch_seconds = 0;           // s_launch, added when W > 1
-  double val_flops_per_second = 0;     // R_val
-  double val_fixed_seconds_per_batch = 0;  // a_val
-  double data_seconds_per_micro_batch = 0;  // d0
-  double data_seconds_per_sample = 0;       // d1
+  double alpha_seconds = 0;                    // measured allreduce latency per ring step
+  double beta_bytes_per_second = 0;            // measured allreduce bandwidth (busbw)
+  double flops_per_second = 0;                 // R: effective GEMM rate of training
+  double fixed_seconds_per_step = 0;           // a_mb: fixed forward+backward seconds per micro-batch
+  double fixed_seconds_per_epoch = 0;          // l0: logging per epoch (loggers' flush)
+  double startup_seconds = 0;                  // s1
+  double launch_seconds = 0;                   // s_launch, added when W > 1
+  double val_flops_per_second = 0;             // R_val
+  double val_fixed_seconds_per_batch = 0;      // a_val
+  double data_seconds_per_micro_batch = 0;     // d0
+  double data_seconds_per_sample = 0;          // d1
   double optimizer_seconds_per_step = 0;       // o0
   double optimizer_seconds_per_parameter = 0;  // o1, per step
   double logging_seconds_per_event = 0;        // l1, per log_every_n_steps event
@@ -102,9 +102,9 @@ struct Prediction {
   double beta_bytes_per_second = 0;
   double allreduce_seconds_per_sync = 0;  // all buckets of one gradient sync
   PhaseTimes phases{};
-  double wall_seconds = 0;  // sum of phases
+  double wall_seconds = 0;             // sum of phases
   double one_device_wall_seconds = 0;  // the same configuration on 1 device
-  double speedup = 1;  // one_device_wall_seconds / wall_seconds
+  double speedup = 1;                  // one_device_wall_seconds / wall_seconds
 };
 
 // The model's time for a configuration. UsageError for an unknown interconnect or a

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
-#include "ddpscope/error.h"
-#include "dist/bucket_plan.h"
-#include "ddpscope/layer_layout.h"
 #include "ddpscope/config.h"
+#include "ddpscope/error.h"
+#include "ddpscope/layer_layout.h"
+#include "dist/bucket_plan.h"
 #include "train/epoch_plan.h"
 #include "train/run_summary.h"
 
@@ -38,7 +38,8 @@ void read_integer(const nlohmann::json& config, const char* key, int64_t& out) {
 
 void read_bool(const nlohmann::json& config, const char* key, bool& out) {
   if (const nlohmann::json* value = field(config, key)) {
-    if (!value->is_boolean()) throw DataError(fmt::format("config field \"{}\" is {}, expected true or false", key, value->dump()));
+    if (!value->is_boolean())
+      throw DataError(fmt::format("config field \"{}\" is {}, expected true or false", key, value->dump()));
     out = value->get<bool>();
   }
 }
@@ -59,9 +60,12 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
   require_positive(c.accumulate_grad_batches, "--accumulate-grad-batches");
   require_positive(c.log_every_n_steps, "--log-every-n-steps");
   require_positive(c.check_val_every_n_epoch, "--check-val-every-n-epoch");
-  if (c.hidden_layers < 0) throw UsageError(fmt::format("--hidden-layers: '{}' is not accepted; expected an integer >= 0", c.hidden_layers));
-  if (c.epochs < 0) throw UsageError(fmt::format("--max-epochs: '{}' is not accepted; expected an integer >= 0", c.epochs));
-  if (!(c.bucket_cap_mb > 0)) throw UsageError(fmt::format("--bucket-cap-mb: '{}' is not accepted; expected a number > 0", c.bucket_cap_mb));
+  if (c.hidden_layers < 0)
+    throw UsageError(fmt::format("--hidden-layers: '{}' is not accepted; expected an integer >= 0", c.hidden_layers));
+  if (c.epochs < 0)
+    throw UsageError(fmt::format("--max-epochs: '{}' is not accepted; expected an integer >= 0", c.epochs));
+  if (!(c.bucket_cap_mb > 0))
+    throw UsageError(fmt::format("--bucket-cap-mb: '{}' is not accepted; expected a number > 0", c.bucket_cap_mb));
 
   WorkloadCounts n;
   const int64_t world = c.devices;
@@ -72,7 +76,9 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
   n.train_samples_per_epoch =
       plan.micro_batches == plan.full_batches ? n.samples_per_rank : plan.micro_batches * c.batch_size;
   n.optimizer_steps_per_epoch = plan.optimizer_steps;
-  n.syncs_per_epoch = world == 1 ? 0 : c.sync_every_micro_batch ? n.micro_batches_per_epoch : n.optimizer_steps_per_epoch;
+  n.syncs_per_epoch = world == 1                 ? 0
+                      : c.sync_every_micro_batch ? n.micro_batches_per_epoch
+                                                 : n.optimizer_steps_per_epoch;
   n.optimizer_steps = c.epochs * n.optimizer_steps_per_epoch;
   n.logging_events = n.optimizer_steps / c.log_every_n_steps;
   n.validations = c.epochs / c.check_val_every_n_epoch;
@@ -90,7 +96,8 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
   n.parameters = static_cast<int64_t>(parameter_count(layers));
   // The trainer's plan: PyTorch's 1 MiB first bucket, capped by --bucket-cap-mb.
   const auto cap = static_cast<std::size_t>(c.bucket_cap_mb * (1 << 20));
-  for (const GradBucket& bucket : plan_buckets(layers, std::max<std::size_t>(cap, 1), std::min(kDefaultFirstBucketCapBytes, std::max<std::size_t>(cap, 1)))) {
+  for (const GradBucket& bucket : plan_buckets(layers, std::max<std::size_t>(cap, 1),
+                                               std::min(kDefaultFirstBucketCapBytes, std::max<std::size_t>(cap, 1)))) {
     n.bucket_bytes.push_back(static_cast<int64_t>(bucket.bytes()));
   }
   return n;
@@ -136,28 +143,42 @@ WorkloadConfig workload_from_config(const nlohmann::json& config, int default_de
   read_integer(config, "log_every_n_steps", w.log_every_n_steps);
   read_integer(config, "check_val_every_n_epoch", w.check_val_every_n_epoch);
   if (const nlohmann::json* limit = field(config, "limit_train_batches")) {
-    if (!limit->is_number()) throw DataError(fmt::format("config field \"limit_train_batches\" is {}, expected a number", limit->dump()));
+    if (!limit->is_number())
+      throw DataError(fmt::format("config field \"limit_train_batches\" is {}, expected a number", limit->dump()));
     // summary.json writes a count as an integer and a fraction with a decimal point.
     w.limit_train_batches_is_count = !limit->is_number_float();
     w.limit_train_batches = limit->get<double>();
   }
   if (const nlohmann::json* cap = field(config, "bucket_cap_mb")) {
-    if (!cap->is_number()) throw DataError(fmt::format("config field \"bucket_cap_mb\" is {}, expected a number", cap->dump()));
+    if (!cap->is_number())
+      throw DataError(fmt::format("config field \"bucket_cap_mb\" is {}, expected a number", cap->dump()));
     w.bucket_cap_mb = cap->get<double>();
   }
   read_bool(config, "sync_every_micro_batch", w.sync_every_micro_batch);
   if (const nlohmann::json* mode = field(config, "monitor_mode")) {
-    if (!mode->is_string()) throw DataError(fmt::format("config field \"monitor_mode\" is {}, expected a string", mode->dump()));
+    if (!mode->is_string())
+      throw DataError(fmt::format("config field \"monitor_mode\" is {}, expected a string", mode->dump()));
     w.monitor_per_step = mode->get<std::string>() == "per-step";
   }
   return w;
 }
 
 bool is_workload_key(std::string_view key) {
-  constexpr std::string_view kKeys[] = {"devices", "dataset_size", "batch_size", "input_dim", "hidden_size",
-                                        "hidden_layers", "output_dim", "max_epochs", "accumulate_grad_batches",
-                                        "log_every_n_steps", "check_val_every_n_epoch", "limit_train_batches",
-                                        "bucket_cap_mb", "sync_every_micro_batch", "monitor_mode"};
+  constexpr std::string_view kKeys[] = {"devices",
+                                        "dataset_size",
+                                        "batch_size",
+                                        "input_dim",
+                                        "hidden_size",
+                                        "hidden_layers",
+                                        "output_dim",
+                                        "max_epochs",
+                                        "accumulate_grad_batches",
+                                        "log_every_n_steps",
+                                        "check_val_every_n_epoch",
+                                        "limit_train_batches",
+                                        "bucket_cap_mb",
+                                        "sync_every_micro_batch",
+                                        "monitor_mode"};
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 

@@ -25,7 +25,7 @@ struct WorkloadConfig {
   int64_t hidden_size = 256;
   int64_t hidden_layers = 3;
   int64_t output_dim = 1;
-  int64_t epochs = 200;  // completed epochs (a summary's "epochs", a config's max_epochs)
+  int64_t epochs = 200;                 // completed epochs (a summary's "epochs", a config's max_epochs)
   int64_t accumulate_grad_batches = 1;  // k
   int64_t log_every_n_steps = 50;
   int64_t check_val_every_n_epoch = 1;
@@ -33,7 +33,7 @@ struct WorkloadConfig {
   bool limit_train_batches_is_count = false;
   double bucket_cap_mb = 25.0;
   bool sync_every_micro_batch = false;
-  bool monitor_per_step = false;  // --monitor-mode per-step: a probe in every micro-batch
+  bool monitor_per_step = false;          // --monitor-mode per-step: a probe in every micro-batch
   std::string interconnect = "measured";  // "measured" (the fitted alpha, beta) or a preset name
 };
 

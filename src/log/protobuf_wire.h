@@ -13,9 +13,9 @@
 namespace ddp::protobuf {
 
 void append_varint(std::string& out, uint64_t value);
-void append_int64_field(std::string& out, int field, int64_t value);     // wire type 0
-void append_double_field(std::string& out, int field, double value);     // wire type 1
+void append_int64_field(std::string& out, int field, int64_t value);           // wire type 0
+void append_double_field(std::string& out, int field, double value);           // wire type 1
 void append_bytes_field(std::string& out, int field, std::string_view bytes);  // wire type 2: strings, messages
-void append_float_field(std::string& out, int field, float value);       // wire type 5
+void append_float_field(std::string& out, int field, float value);             // wire type 5
 
 }  // namespace ddp::protobuf

@@ -59,14 +59,16 @@ fs::path make_run_dir(const std::string& root, const std::string& name, const st
     dir = parent / (all_digits(version) ? "version_" + version : version);
     if (!create_exclusively(dir)) {
       if (!overwrite) {
-        throw UsageError(fmt::format("--version: '{}' exists already; choose another, omit --version for the next "
-                                     "free one, or pass --overwrite",
-                                     dir.string()));
+        throw UsageError(
+            fmt::format("--version: '{}' exists already; choose another, omit --version for the next "
+                        "free one, or pass --overwrite",
+                        dir.string()));
       }
       fs::remove_all(dir, ec);
       if (ec) throw UsageError(fmt::format("--overwrite: cannot remove '{}': {}", dir.string(), ec.message()));
       if (!create_exclusively(dir)) {
-        throw UsageError(fmt::format("--overwrite: another run created '{}' while it was being replaced", dir.string()));
+        throw UsageError(
+            fmt::format("--overwrite: another run created '{}' while it was being replaced", dir.string()));
       }
     }
   }

@@ -28,7 +28,9 @@ std::vector<LinearLayout> layer_layout(const MlpShape& shape) {
   return layers;
 }
 
-std::size_t parameter_count(const std::vector<LinearLayout>& layers) { return layers.empty() ? 0 : layers.back().end(); }
+std::size_t parameter_count(const std::vector<LinearLayout>& layers) {
+  return layers.empty() ? 0 : layers.back().end();
+}
 
 std::size_t parameter_count(const MlpShape& shape) { return parameter_count(layer_layout(shape)); }
 

@@ -78,8 +78,7 @@ void Mlp::backward(const float* x, int64_t b, Workspace& work,
   for (int64_t l = num_layers - 1; l >= 0; --l) {
     const LinearLayout& layer = layers_[static_cast<std::size_t>(l)];
     const float* input = l == 0 ? x : work.activation(static_cast<std::size_t>(l - 1));
-    if (l != num_layers - 1)
-      relu_backward(place(), dy, work.activation(static_cast<std::size_t>(l)), b, layer.out);
+    if (l != num_layers - 1) relu_backward(place(), dy, work.activation(static_cast<std::size_t>(l)), b, layer.out);
     // dW (out,in) += dy^T (out,b) * input (b,in)
     gemm(place(), Trans::kYes, Trans::kNo, layer.out, layer.in, b, 1.0f, dy, layer.out, input, layer.in, 1.0f,
          g + layer.weight_offset, layer.in);

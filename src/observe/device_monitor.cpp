@@ -27,7 +27,8 @@ double process_percent(double cpu_seconds, double wall_seconds, std::size_t core
 void report_cpu_unavailable() {
   static std::atomic<bool> reported{false};
   if (reported.exchange(true)) return;
-  std::fprintf(stderr, "ddpscope: warning: CPU metrics are unavailable: cannot read the cores' counters in /proc/stat\n");
+  std::fprintf(stderr,
+               "ddpscope: warning: CPU metrics are unavailable: cannot read the cores' counters in /proc/stat\n");
   std::fflush(stderr);
 }
 
@@ -190,8 +191,8 @@ DeviceSample PerStepProbe::probe_once() {
   }
   if (moved) {
     if (process_seconds && base_process_seconds_) {
-      sample.process_cpu_percent = process_percent(*process_seconds - *base_process_seconds_,
-                                                   seconds_between(base_time_, now), cores_.size());
+      sample.process_cpu_percent =
+          process_percent(*process_seconds - *base_process_seconds_, seconds_between(base_time_, now), cores_.size());
     }
     base_jiffies_ = jiffies;
     base_process_seconds_ = process_seconds;

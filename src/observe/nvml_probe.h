@@ -16,7 +16,7 @@ namespace ddp {
 struct NvmlApi {
   using Return = int;
   using Device = void*;
-  struct Utilization {  // nvmlUtilization_t
+  struct Utilization {    // nvmlUtilization_t
     unsigned int gpu;     // % of the last sample period in which a kernel ran
     unsigned int memory;  // % of it in which device memory was read or written
   };

@@ -41,11 +41,11 @@ std::string profiler_table(const std::vector<RankPhases>& ranks, double wall_sec
   auto rank_name = [&](int r) {
     return several_hosts ? fmt::format("rank {} on {}", r, ranks[r].host) : fmt::format("rank {}", r);
   };
-  std::string out = fmt::format("Profiler report ({} rank{}{}, wall {:.3f} s; totals are means over ranks)\n",
-                                ranks.size(), several ? "s" : "",
-                                several_hosts ? fmt::format(" on {} hosts", hosts.size()) : "", wall_seconds);
-  std::string header = fmt::format("{:<12}| {:>10} | {:>8} | {:>10} | {:>6}", "Action", "Mean (ms)", "Calls",
-                                   "Total (s)", "%");
+  std::string out =
+      fmt::format("Profiler report ({} rank{}{}, wall {:.3f} s; totals are means over ranks)\n", ranks.size(),
+                  several ? "s" : "", several_hosts ? fmt::format(" on {} hosts", hosts.size()) : "", wall_seconds);
+  std::string header =
+      fmt::format("{:<12}| {:>10} | {:>8} | {:>10} | {:>6}", "Action", "Mean (ms)", "Calls", "Total (s)", "%");
   if (several) header += fmt::format(" | {:>9} | {:>9} | {}", "min (s)", "max (s)", "straggler");
   out += header + "\n" + std::string(header.size(), '-') + "\n";
   for (const Row& row : rows) {

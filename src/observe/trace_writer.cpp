@@ -71,22 +71,21 @@ std::string chrome_trace_json(const std::vector<RankTrace>& ranks, int64_t origi
   nlohmann::json events = nlohmann::json::array();
   for (const RankTrace& rank : ranks) {
     const int pid = rank.rank;
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid},
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
                       {"args", {{"name", "rank " + std::to_string(pid) + " (" + rank.host + ")"}}}});
     events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
     for (int tid = 0; tid < 4; ++tid) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
-                        {"args", {{"name", kThreadNames[tid]}}}});
+      events.push_back(
+          {{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", kThreadNames[tid]}}}});
     }
     auto micros = [&](int64_t ns) { return static_cast<double>(ns + rank.clock_offset_ns - origin_ns) / 1e3; };
     for (const Span& s : rank.spans) {
-      nlohmann::json e = {{"name", span_name(s.name)},
-                          {"cat", s.name == kAllreduceSpan ? "comm" : "phase"},
-                          {"ph", "X"},
-                          {"ts", micros(s.start_ns)},
-                          {"dur", static_cast<double>(s.end_ns - s.start_ns) / 1e3},
-                          {"pid", pid},
-                          {"tid", static_cast<int>(s.thread)}};
+      nlohmann::json e = {
+          {"name", span_name(s.name)},        {"cat", s.name == kAllreduceSpan ? "comm" : "phase"},      {"ph", "X"},
+          {"ts", micros(s.start_ns)},         {"dur", static_cast<double>(s.end_ns - s.start_ns) / 1e3}, {"pid", pid},
+          {"tid", static_cast<int>(s.thread)}};
       if (s.name == kAllreduceSpan) {
         e["args"] = {{"bytes", s.bytes}, {"hidden_behind_backward_us", static_cast<double>(s.hidden_ns) / 1e3}};
       }
@@ -94,12 +93,21 @@ std::string chrome_trace_json(const std::vector<RankTrace>& ranks, int64_t origi
     }
     const std::string counter = "device_" + std::to_string(pid) + "_utilization";
     for (const UtilizationPoint& u : rank.utilization) {
-      events.push_back({{"name", counter}, {"ph", "C"}, {"ts", micros(u.time_ns)}, {"pid", pid},
-                        {"tid", static_cast<int>(TraceThread::kMonitor)}, {"args", {{"percent", u.percent}}}});
+      events.push_back({{"name", counter},
+                        {"ph", "C"},
+                        {"ts", micros(u.time_ns)},
+                        {"pid", pid},
+                        {"tid", static_cast<int>(TraceThread::kMonitor)},
+                        {"args", {{"percent", u.percent}}}});
     }
     if (rank.dropped > 0) {
-      events.push_back({{"name", "spans dropped (buffer full)"}, {"ph", "i"}, {"s", "p"}, {"pid", pid}, {"tid", 0},
-                        {"ts", 0}, {"args", {{"dropped", rank.dropped}}}});
+      events.push_back({{"name", "spans dropped (buffer full)"},
+                        {"ph", "i"},
+                        {"s", "p"},
+                        {"pid", pid},
+                        {"tid", 0},
+                        {"ts", 0},
+                        {"args", {{"dropped", rank.dropped}}}});
     }
   }
   nlohmann::json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};

@@ -13,7 +13,8 @@ Adam::Adam(const OptimizerConfig& config, std::size_t num_params, Place place)
 
 void Adam::step(std::span<float> params, std::span<const float> grads) {
   switch (place_) {
-    case Place::kHost: return step_on_host(params, grads);
+    case Place::kHost:
+      return step_on_host(params, grads);
   }
   place_not_built(place_);
 }

@@ -3,8 +3,8 @@
 // in where weight decay goes, so one class serves both.
 #include <cstddef>
 
-#include "ddpscope/optimizer.h"
 #include "ddpscope/buffer.h"
+#include "ddpscope/optimizer.h"
 
 namespace ddp {
 

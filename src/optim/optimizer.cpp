@@ -33,8 +33,8 @@ void validate(const OptimizerConfig& config) {
     }
   };
   require(std::isfinite(config.lr) && config.lr >= 0.0, "--lr", config.lr, ">= 0");
-  require(std::isfinite(config.weight_decay) && config.weight_decay >= 0.0, "--weight-decay",
-          config.weight_decay, ">= 0");
+  require(std::isfinite(config.weight_decay) && config.weight_decay >= 0.0, "--weight-decay", config.weight_decay,
+          ">= 0");
   if (config.kind == OptimizerKind::kSgd) {
     require(std::isfinite(config.momentum) && config.momentum >= 0.0, "--momentum", config.momentum, ">= 0");
   } else {

@@ -2,8 +2,8 @@
 // torch.optim.SGD (single-tensor path, dampening 0, no Nesterov) over one flat buffer.
 #include <cstddef>
 
-#include "ddpscope/optimizer.h"
 #include "ddpscope/buffer.h"
+#include "ddpscope/optimizer.h"
 
 namespace ddp {
 

@@ -35,12 +35,10 @@ bool openblas_runs_avx512() {
 // Shapes are checked here rather than left to each library: OpenBLAS reports a bad leading
 // dimension through xerbla (a printed line, then it returns), oneDNN through a status, and
 // both are our own bugs.
-void check_shape(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, int64_t lda,
-                 int64_t ldb, int64_t ldc) {
+void check_shape(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
   DDP_CHECK(m >= 0 && n >= 0 && k >= 0, "GEMM dimensions must be non-negative");
-  DDP_CHECK(m <= kIntMax && n <= kIntMax && k <= kIntMax && lda <= kIntMax && ldb <= kIntMax &&
-                ldc <= kIntMax,
+  DDP_CHECK(m <= kIntMax && n <= kIntMax && k <= kIntMax && lda <= kIntMax && ldb <= kIntMax && ldc <= kIntMax,
             "OpenBLAS takes 32-bit dimensions");
   // Row-major: a stored (M,K) matrix has K columns; transposed it is stored (K,M).
   const int64_t a_cols = trans_a == Trans::kYes ? m : k;
@@ -50,23 +48,20 @@ void check_shape(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, 
   DDP_CHECK(ldc >= std::max<int64_t>(1, n), "ldc is smaller than C's row length");
 }
 
-void gemm_openblas(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                   const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                   int64_t ldc) {
+void gemm_openblas(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   // cblas_sgemm returns nothing; check_shape() has ruled out everything it could reject.
   cblas_sgemm(CblasRowMajor, trans_a == Trans::kYes ? CblasTrans : CblasNoTrans,
-              trans_b == Trans::kYes ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
-              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+              trans_b == Trans::kYes ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+              static_cast<int>(ldc));
 }
 
-void gemm_onednn(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                 int64_t ldc) {
+void gemm_onednn(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   // dnnl_sgemm is row-major, like us, so the arguments pass straight through.
-  const dnnl_status_t status =
-      dnnl_sgemm(trans_a == Trans::kYes ? 'T' : 'N', trans_b == Trans::kYes ? 'T' : 'N', m, n, k,
-                 alpha, a, lda, b, ldb, beta, c, ldc);
+  const dnnl_status_t status = dnnl_sgemm(trans_a == Trans::kYes ? 'T' : 'N', trans_b == Trans::kYes ? 'T' : 'N', m, n,
+                                          k, alpha, a, lda, b, ldb, beta, c, ldc);
   DDP_CHECK(status == dnnl_success, "dnnl_sgemm failed on arguments that passed check_shape");
 }
 
@@ -107,9 +102,8 @@ void gemm(Place place, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64
   place_not_built(place);
 }
 
-void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k,
-               float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-               float* c, int64_t ldc) {
+void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (m == 0 || n == 0) return;
   if (k == 0) {

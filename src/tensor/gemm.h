@@ -23,9 +23,8 @@ void gemm(Place place, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // Same, forcing one library (benchmarks and tests compare them).
-void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k,
-               float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-               float* c, int64_t ldc);
+void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // Threads every BLAS may use in this process (one per device by default).
 void set_gemm_threads(int threads);

@@ -10,8 +10,8 @@ namespace ddp {
 namespace {
 
 // y is (B,O), bias is (O).
-void bias_activation_forward_on_host(float* __restrict__ y, const float* __restrict__ bias, int64_t b,
-                             int64_t o, bool relu) {
+void bias_activation_forward_on_host(float* __restrict__ y, const float* __restrict__ bias, int64_t b, int64_t o,
+                                     bool relu) {
   DDP_CHECK(b >= 0 && o >= 0);
   for (int64_t i = 0; i < b; ++i) {
     float* __restrict__ row = y + i * o;
@@ -45,8 +45,7 @@ void bias_grad_on_host(const float* __restrict__ dy, float* __restrict__ db, int
   }
 }
 
-double mse_loss_on_host(const float* __restrict__ pred, const float* __restrict__ target, int64_t b,
-                int64_t o) {
+double mse_loss_on_host(const float* __restrict__ pred, const float* __restrict__ target, int64_t b, int64_t o) {
   DDP_CHECK(b > 0 && o > 0, "the MSE of an empty batch is undefined");
   const int64_t count = b * o;
   double sum = 0.0;
@@ -61,8 +60,8 @@ double mse_loss_on_host(const float* __restrict__ pred, const float* __restrict_
 
 // pred, target, dpred are (B,O), contiguous, so treated as one vector of B*O. The scale is
 // folded into one float factor, so each element costs one subtraction and one product.
-void mse_loss_gradient_on_host(const float* __restrict__ pred, const float* __restrict__ target, float* __restrict__ dpred,
-                       int64_t b, int64_t o, float scale) {
+void mse_loss_gradient_on_host(const float* __restrict__ pred, const float* __restrict__ target,
+                               float* __restrict__ dpred, int64_t b, int64_t o, float scale) {
   DDP_CHECK(b > 0 && o > 0, "the MSE of an empty batch is undefined");
   const int64_t count = b * o;
   const float grad_scale = static_cast<float>(2.0 * scale / static_cast<double>(count));
@@ -73,28 +72,32 @@ void mse_loss_gradient_on_host(const float* __restrict__ pred, const float* __re
 
 void bias_activation_forward(Place place, float* y, const float* bias, int64_t b, int64_t o, bool relu) {
   switch (place) {
-    case Place::kHost: return bias_activation_forward_on_host(y, bias, b, o, relu);
+    case Place::kHost:
+      return bias_activation_forward_on_host(y, bias, b, o, relu);
   }
   place_not_built(place);
 }
 
 void relu_backward(Place place, float* dy, const float* y, int64_t b, int64_t o) {
   switch (place) {
-    case Place::kHost: return relu_backward_on_host(dy, y, b, o);
+    case Place::kHost:
+      return relu_backward_on_host(dy, y, b, o);
   }
   place_not_built(place);
 }
 
 void bias_grad(Place place, const float* dy, float* db, int64_t b, int64_t o) {
   switch (place) {
-    case Place::kHost: return bias_grad_on_host(dy, db, b, o);
+    case Place::kHost:
+      return bias_grad_on_host(dy, db, b, o);
   }
   place_not_built(place);
 }
 
 double mse_loss(Place place, const float* pred, const float* target, int64_t b, int64_t o) {
   switch (place) {
-    case Place::kHost: return mse_loss_on_host(pred, target, b, o);
+    case Place::kHost:
+      return mse_loss_on_host(pred, target, b, o);
   }
   place_not_built(place);
 }
@@ -102,7 +105,8 @@ double mse_loss(Place place, const float* pred, const float* target, int64_t b, 
 void mse_loss_gradient(Place place, const float* pred, const float* target, float* dpred, int64_t b, int64_t o,
                        float scale) {
   switch (place) {
-    case Place::kHost: return mse_loss_gradient_on_host(pred, target, dpred, b, o, scale);
+    case Place::kHost:
+      return mse_loss_gradient_on_host(pred, target, dpred, b, o, scale);
   }
   place_not_built(place);
 }

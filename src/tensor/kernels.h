@@ -22,6 +22,7 @@ double mse_loss(Place place, const float* pred, const float* target, int64_t b, 
 
 // Its gradient, scaled: dpred = scale * 2 * (pred - target) / (B*O). pred, target, dpred
 // are (B,O); scale is 1/accumulate_grad_batches, as Lightning divides the loss by k.
-void mse_loss_gradient(Place place, const float* pred, const float* target, float* dpred, int64_t b, int64_t o, float scale);
+void mse_loss_gradient(Place place, const float* pred, const float* target, float* dpred, int64_t b, int64_t o,
+                       float scale);
 
 }  // namespace ddp

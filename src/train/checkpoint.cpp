@@ -147,9 +147,10 @@ void check_finite(const std::string& what, const std::vector<Slot>& slots, const
         std::memcpy(&value, tensor.bytes.data() + j * sizeof(double), sizeof(double));
       }
       if (!std::isfinite(value) || std::fabs(value) > std::numeric_limits<float>::max()) {
-        throw DataError(fmt::format("{}: tensor '{}' holds {} at element {}; the run that wrote it had diverged or the "
-                                    "file is damaged: use an earlier checkpoint",
-                                    what, slots[i].name, value, j));
+        throw DataError(
+            fmt::format("{}: tensor '{}' holds {} at element {}; the run that wrote it had diverged or the "
+                        "file is damaged: use an earlier checkpoint",
+                        what, slots[i].name, value, j));
       }
     }
   }

@@ -25,9 +25,9 @@
 #include <utility>
 #include <vector>
 
-#include "io/safetensors.h"
 #include "ddpscope/mlp.h"
 #include "ddpscope/optimizer.h"
+#include "io/safetensors.h"
 
 namespace ddp {
 

@@ -54,13 +54,14 @@ std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::st
   try {
     root = YAML::Load(in);
   } catch (const YAML::Exception& e) {
-    throw UsageError(fmt::format("--config {}: line {}, column {}: {}", path, e.mark.line + 1,
-                                 e.mark.column + 1, e.msg));
+    throw UsageError(
+        fmt::format("--config {}: line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   std::vector<std::pair<std::string, std::string>> options;
   if (root.IsNull()) return options;  // an empty file sets nothing
   if (!root.IsMap()) {
-    throw UsageError(fmt::format("--config {}: expected a mapping of option names to values, e.g. 'batch_size: 256'", path));
+    throw UsageError(
+        fmt::format("--config {}: expected a mapping of option names to values, e.g. 'batch_size: 256'", path));
   }
   for (const auto& entry : root) {
     if (!entry.first.IsScalar()) {
@@ -70,16 +71,16 @@ std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::st
     const std::string key = entry.first.Scalar();
     if (!is_known_option(key)) {
       throw UsageError(fmt::format(
-          "--config {}: unknown key '{}' (line {}); keys are the option names without dashes, e.g. batch_size",
-          path, key, entry.first.Mark().line + 1));
+          "--config {}: unknown key '{}' (line {}); keys are the option names without dashes, e.g. batch_size", path,
+          key, entry.first.Mark().line + 1));
     }
     options.emplace_back(key, scalar_text(entry.second, key, path));
   }
   return options;
 }
 
-Config resolve_config(const std::vector<std::pair<std::string, std::string>>& command_line,
-                      const std::string& preset, const std::string& config_file) {
+Config resolve_config(const std::vector<std::pair<std::string, std::string>>& command_line, const std::string& preset,
+                      const std::string& config_file) {
   Config config;
   std::vector<std::pair<std::string, std::string>> from_file;
   if (!config_file.empty()) from_file = read_yaml_options(config_file);
@@ -108,7 +109,8 @@ Config resolve_config(const std::vector<std::pair<std::string, std::string>>& co
 void validate_config(const Config& c) {
   const TrainerOptions& t = c.trainer;
   if (t.max_epochs == -1 && t.max_steps == -1) {
-    throw UsageError("--max-epochs -1 trains until --max-steps, which is not set: give --max-steps N or --max-epochs N");
+    throw UsageError(
+        "--max-epochs -1 trains until --max-steps, which is not set: give --max-steps N or --max-epochs N");
   }
   if (c.optimizer.momentum != 0 && c.optimizer.kind != OptimizerKind::kSgd) {
     throw UsageError(fmt::format("--momentum {} applies to --optimizer sgd only (the optimizer is {})",
@@ -131,9 +133,10 @@ void validate_config(const Config& c) {
     reject_value("version", t.version, "a folder name without '/', other than '.' and '..'");
   }
   if (!t.ckpt_path.empty() && !t.init_from.empty()) {
-    throw UsageError(fmt::format("--init-from {} and --ckpt-path {} contradict: --ckpt-path restores the parameters, "
-                                 "the optimizer state and the position; give one of them",
-                                 t.init_from, t.ckpt_path));
+    throw UsageError(
+        fmt::format("--init-from {} and --ckpt-path {} contradict: --ckpt-path restores the parameters, "
+                    "the optimizer state and the position; give one of them",
+                    t.init_from, t.ckpt_path));
   }
 
   // What belongs to later parts of the engine is refused until it exists.
@@ -142,8 +145,8 @@ void validate_config(const Config& c) {
   };
   if (t.accelerator == Accelerator::kCuda) not_yet("--accelerator cuda (GPU training)");
   if (t.strategy == Strategy::kSingle && t.devices > 1) {
-    throw UsageError(fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp",
-                                 t.devices));
+    throw UsageError(
+        fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp", t.devices));
   }
   check_memory(c);
 }

@@ -1,11 +1,11 @@
 #pragma once
 // Collective, at the end of a run: every rank's phases, host name, samples and gradient
 // traffic into the RunSummary that summary.json and the profiler table are made from.
+#include <array>
+#include <vector>
 #include "ddpscope/communicator.h"
 #include "dist/grad_reducer.h"
 #include "observe/phase_clock.h"
-#include <array>
-#include <vector>
 
 #include "train/run_summary.h"
 

@@ -5,8 +5,7 @@
 
 namespace ddp {
 
-Loss Loss::mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols,
-               Place place) {
+Loss Loss::mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols, Place place) {
   DDP_CHECK(prediction != nullptr && target != nullptr && rows > 0 && cols > 0);
   return Loss(value, prediction, target, rows, cols, place);
 }

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ddpscope/error.h"
 #include "data/teacher_dataset.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

@@ -25,8 +25,7 @@ OptionSpec named(std::string name, std::string group, std::string help) {
 
 // Builders for the table: `field` maps a Config to the member the option sets.
 template <typename Field>
-OptionSpec integer(std::string name, std::string group, std::string help, int64_t min, int64_t max,
-                   Field field) {
+OptionSpec integer(std::string name, std::string group, std::string help, int64_t min, int64_t max, Field field) {
   OptionSpec spec = named(name, std::move(group), std::move(help));
   spec.set = [name, min, max, field](Config& c, const std::string& v) {
     field(c) = static_cast<std::remove_reference_t<decltype(field(c))>>(parse_int(name, v, min, max));
@@ -58,7 +57,8 @@ OptionSpec text(std::string name, std::string group, std::string help, Field fie
   return spec;
 }
 
-[[noreturn]] void reject_choice(const std::string& name, const std::string& v, const std::vector<std::string_view>& list) {
+[[noreturn]] void reject_choice(const std::string& name, const std::string& v,
+                                const std::vector<std::string_view>& list) {
   reject_value(name, v, "one of " + fmt::format("{}", fmt::join(list, ", ")));
 }
 
@@ -140,7 +140,7 @@ OptionSpec optimizer_option() {
   OptionSpec spec = named("optimizer", "optimizer", "adam | adamw | sgd");
   spec.set = [](Config& c, const std::string& v) {
     const std::string kind = parse_choice("optimizer", v, {"adam", "adamw", "sgd"});
-    c.optimizer.kind = kind == "adam" ? OptimizerKind::kAdam
+    c.optimizer.kind = kind == "adam"    ? OptimizerKind::kAdam
                        : kind == "adamw" ? OptimizerKind::kAdamW
                                          : OptimizerKind::kSgd;
   };
@@ -173,15 +173,13 @@ OptionSpec betas_option() {
     c.optimizer.beta1 = b1;
     c.optimizer.beta2 = b2;
   };
-  spec.get = [](const Config& c) {
-    return format_real(c.optimizer.beta1) + "," + format_real(c.optimizer.beta2);
-  };
+  spec.get = [](const Config& c) { return format_real(c.optimizer.beta1) + "," + format_real(c.optimizer.beta2); };
   return spec;
 }
 
 OptionSpec limit_train_batches_option() {
-  OptionSpec spec = named("limit-train-batches", "trainer",
-                          "a fraction of each epoch's batches (with a point, in (0,1]) or a count");
+  OptionSpec spec =
+      named("limit-train-batches", "trainer", "a fraction of each epoch's batches (with a point, in (0,1]) or a count");
   spec.set = [](Config& c, const std::string& v) {
     const std::string accepted = "a fraction in (0,1] (with a point, e.g. 0.25) or a count >= 1";
     const bool fraction = v.find_first_of(".eE") != std::string::npos;
@@ -231,54 +229,116 @@ std::vector<OptionSpec> make_table() {
   using C = Config;
   std::vector<OptionSpec> t;
   // model
-  t.push_back(integer("input-dim", "model", "inputs per sample", 1, kNoMax, [](C& c) -> auto& { return c.model.input_dim; }));
-  t.push_back(integer("hidden-size", "model", "width of each hidden layer", 1, kNoMax, [](C& c) -> auto& { return c.model.hidden_size; }));
-  t.push_back(integer("hidden-layers", "model", "hidden Linear+ReLU layers (0: one Linear)", 0, 1000, [](C& c) -> auto& { return c.model.hidden_layers; }));
-  t.push_back(integer("output-dim", "model", "targets per sample", 1, kNoMax, [](C& c) -> auto& { return c.model.output_dim; }));
-  t.push_back(text_choice("activation", "model", "hidden activation", {"relu"}, [](C& c) -> auto& { return c.activation; }));
+  t.push_back(integer(
+      "input-dim", "model", "inputs per sample", 1, kNoMax, [](C & c) -> auto& { return c.model.input_dim; }));
+  t.push_back(integer(
+      "hidden-size", "model", "width of each hidden layer", 1, kNoMax,
+      [](C & c) -> auto& { return c.model.hidden_size; }));
+  t.push_back(integer(
+      "hidden-layers", "model", "hidden Linear+ReLU layers (0: one Linear)", 0, 1000,
+      [](C & c) -> auto& { return c.model.hidden_layers; }));
+  t.push_back(integer(
+      "output-dim", "model", "targets per sample", 1, kNoMax, [](C & c) -> auto& { return c.model.output_dim; }));
+  t.push_back(text_choice(
+      "activation", "model", "hidden activation", {"relu"}, [](C & c) -> auto& { return c.activation; }));
   // data
-  t.push_back(text("data", "data", "random | teacher | csv:PATH", [](C& c) -> auto& { return c.data.data; }));
-  t.push_back(integer("dataset-size", "data", "samples per epoch (random, teacher)", 1, kNoMax, [](C& c) -> auto& { return c.data.dataset_size; }));
-  t.push_back(integer("batch-size", "data", "samples per micro-batch, per device", 1, kNoMax, [](C& c) -> auto& { return c.data.batch_size; }));
-  t.push_back(flag("shuffle", "no-shuffle", "data", "reshuffle the training set every epoch", [](C& c) -> auto& { return c.data.shuffle; }));
-  t.push_back(integer("loader-workers", "data", "prefetching threads (0: in the training thread)", 0, 64, [](C& c) -> auto& { return c.data.loader_workers; }));
+  t.push_back(text(
+      "data", "data", "random | teacher | csv:PATH", [](C & c) -> auto& { return c.data.data; }));
+  t.push_back(integer(
+      "dataset-size", "data", "samples per epoch (random, teacher)", 1, kNoMax,
+      [](C & c) -> auto& { return c.data.dataset_size; }));
+  t.push_back(integer(
+      "batch-size", "data", "samples per micro-batch, per device", 1, kNoMax,
+      [](C & c) -> auto& { return c.data.batch_size; }));
+  t.push_back(flag(
+      "shuffle", "no-shuffle", "data", "reshuffle the training set every epoch",
+      [](C & c) -> auto& { return c.data.shuffle; }));
+  t.push_back(integer(
+      "loader-workers", "data", "prefetching threads (0: in the training thread)", 0, 64,
+      [](C & c) -> auto& { return c.data.loader_workers; }));
   t.push_back(seed_option());
   // optimizer
   t.push_back(optimizer_option());
-  t.push_back(real("lr", "optimizer", "learning rate", kAboveZero, kNoMaxReal, "a number > 0", [](C& c) -> auto& { return c.optimizer.lr; }));
-  t.push_back(real("momentum", "optimizer", "SGD momentum (>= 0)", 0.0, kNoMaxReal, "a number >= 0", [](C& c) -> auto& { return c.optimizer.momentum; }));
+  t.push_back(real(
+      "lr", "optimizer", "learning rate", kAboveZero, kNoMaxReal, "a number > 0",
+      [](C & c) -> auto& { return c.optimizer.lr; }));
+  t.push_back(real(
+      "momentum", "optimizer", "SGD momentum (>= 0)", 0.0, kNoMaxReal, "a number >= 0",
+      [](C & c) -> auto& { return c.optimizer.momentum; }));
   t.push_back(weight_decay_option());
   t.push_back(betas_option());
-  t.push_back(real("eps", "optimizer", "Adam's epsilon, added after the square root", kAboveZero, kNoMaxReal, "a number > 0", [](C& c) -> auto& { return c.optimizer.eps; }));
+  t.push_back(real(
+      "eps", "optimizer", "Adam's epsilon, added after the square root", kAboveZero, kNoMaxReal, "a number > 0",
+      [](C & c) -> auto& { return c.optimizer.eps; }));
   // trainer
-  t.push_back(count_or_minus_one("max-epochs", "trainer", "epochs to train (-1: until --max-steps)", "an integer >= 1, or -1 with --max-steps", [](C& c) -> auto& { return c.trainer.max_epochs; }));
-  t.push_back(count_or_minus_one("max-steps", "trainer", "stop after this many optimizer steps (-1: no limit)", "an integer >= 1, or -1 for no limit", [](C& c) -> auto& { return c.trainer.max_steps; }));
-  t.push_back(integer("accumulate-grad-batches", "trainer", "micro-batches per optimizer step", 1, kNoMax, [](C& c) -> auto& { return c.trainer.accumulate_grad_batches; }));
-  t.push_back(integer("check-val-every-n-epoch", "trainer", "validate every N epochs", 1, kNoMax, [](C& c) -> auto& { return c.trainer.check_val_every_n_epoch; }));
+  t.push_back(count_or_minus_one(
+      "max-epochs", "trainer", "epochs to train (-1: until --max-steps)", "an integer >= 1, or -1 with --max-steps",
+      [](C & c) -> auto& { return c.trainer.max_epochs; }));
+  t.push_back(count_or_minus_one(
+      "max-steps", "trainer", "stop after this many optimizer steps (-1: no limit)",
+      "an integer >= 1, or -1 for no limit", [](C & c) -> auto& { return c.trainer.max_steps; }));
+  t.push_back(integer(
+      "accumulate-grad-batches", "trainer", "micro-batches per optimizer step", 1, kNoMax,
+      [](C & c) -> auto& { return c.trainer.accumulate_grad_batches; }));
+  t.push_back(integer(
+      "check-val-every-n-epoch", "trainer", "validate every N epochs", 1, kNoMax,
+      [](C & c) -> auto& { return c.trainer.check_val_every_n_epoch; }));
   t.push_back(limit_train_batches_option());
-  t.push_back(integer("log-every-n-steps", "trainer", "log training metrics every N optimizer steps", 1, kNoMax, [](C& c) -> auto& { return c.trainer.log_every_n_steps; }));
-  t.push_back(choice("accelerator", "trainer", "cpu | cuda | auto", [](C& c) -> auto& { return c.trainer.accelerator; }));
+  t.push_back(integer(
+      "log-every-n-steps", "trainer", "log training metrics every N optimizer steps", 1, kNoMax,
+      [](C & c) -> auto& { return c.trainer.log_every_n_steps; }));
+  t.push_back(choice(
+      "accelerator", "trainer", "cpu | cuda | auto", [](C & c) -> auto& { return c.trainer.accelerator; }));
   t.push_back(devices_option());
-  t.push_back(integer("num-nodes", "trainer", "machines (checked against the MPI world)", 1, 4096, [](C& c) -> auto& { return c.trainer.num_nodes; }));
-  t.push_back(choice("strategy", "trainer", "auto | single | ddp", [](C& c) -> auto& { return c.trainer.strategy; }));
-  t.push_back(integer("threads-per-device", "trainer", "BLAS threads per rank", 1, 256, [](C& c) -> auto& { return c.trainer.threads_per_device; }));
+  t.push_back(integer(
+      "num-nodes", "trainer", "machines (checked against the MPI world)", 1, 4096,
+      [](C & c) -> auto& { return c.trainer.num_nodes; }));
+  t.push_back(choice(
+      "strategy", "trainer", "auto | single | ddp", [](C & c) -> auto& { return c.trainer.strategy; }));
+  t.push_back(integer(
+      "threads-per-device", "trainer", "BLAS threads per rank", 1, 256,
+      [](C & c) -> auto& { return c.trainer.threads_per_device; }));
   // ddp
-  t.push_back(real("bucket-cap-mb", "ddp", "gradient bucket size in MiB", kMinBucketMb, kMaxBucketMb, fmt::format("a number of MiB from {} (one byte) to {} (1 TiB)", kMinBucketMb, kMaxBucketMb), [](C& c) -> auto& { return c.trainer.bucket_cap_mb; }));
-  t.push_back(flag("no-overlap", "", "ddp", "one allreduce after backward instead of per bucket during it", [](C& c) -> auto& { return c.trainer.no_overlap; }));
-  t.push_back(flag("sync-every-micro-batch", "", "ddp", "allreduce on every micro-batch (ablation of no_sync)", [](C& c) -> auto& { return c.trainer.sync_every_micro_batch; }));
+  t.push_back(real(
+      "bucket-cap-mb", "ddp", "gradient bucket size in MiB", kMinBucketMb, kMaxBucketMb,
+      fmt::format("a number of MiB from {} (one byte) to {} (1 TiB)", kMinBucketMb, kMaxBucketMb),
+      [](C & c) -> auto& { return c.trainer.bucket_cap_mb; }));
+  t.push_back(flag(
+      "no-overlap", "", "ddp", "one allreduce after backward instead of per bucket during it",
+      [](C & c) -> auto& { return c.trainer.no_overlap; }));
+  t.push_back(flag(
+      "sync-every-micro-batch", "", "ddp", "allreduce on every micro-batch (ablation of no_sync)",
+      [](C & c) -> auto& { return c.trainer.sync_every_micro_batch; }));
   // observability
-  t.push_back(choice("profiler", "observability", "none | simple | trace", [](C& c) -> auto& { return c.trainer.profiler; }));
-  t.push_back(integer("monitor-interval-ms", "observability", "device utilization sampling period (0: off)", 0, 3600000, [](C& c) -> auto& { return c.trainer.monitor_interval_ms; }));
-  t.push_back(choice("monitor-mode", "observability", "background | per-step", [](C& c) -> auto& { return c.trainer.monitor_mode; }));
+  t.push_back(choice(
+      "profiler", "observability", "none | simple | trace", [](C & c) -> auto& { return c.trainer.profiler; }));
+  t.push_back(integer(
+      "monitor-interval-ms", "observability", "device utilization sampling period (0: off)", 0, 3600000,
+      [](C & c) -> auto& { return c.trainer.monitor_interval_ms; }));
+  t.push_back(choice(
+      "monitor-mode", "observability", "background | per-step", [](C & c) -> auto& { return c.trainer.monitor_mode; }));
   t.push_back(logger_option());
-  t.push_back(text("default-root-dir", "observability", "folder of the run folders", [](C& c) -> auto& { return c.trainer.default_root_dir; }));
-  t.push_back(text("name", "observability", "experiment name: <root>/<name>/version_<n>", [](C& c) -> auto& { return c.trainer.name; }));
-  t.push_back(text("version", "observability", "run folder version (default: next free)", [](C& c) -> auto& { return c.trainer.version; }));
-  t.push_back(choice("progress-bar", "observability", "auto | on | off (auto: on when stderr is a terminal)", [](C& c) -> auto& { return c.trainer.progress_bar; }));
+  t.push_back(text(
+      "default-root-dir", "observability", "folder of the run folders",
+      [](C & c) -> auto& { return c.trainer.default_root_dir; }));
+  t.push_back(text(
+      "name", "observability", "experiment name: <root>/<name>/version_<n>",
+      [](C & c) -> auto& { return c.trainer.name; }));
+  t.push_back(text(
+      "version", "observability", "run folder version (default: next free)",
+      [](C & c) -> auto& { return c.trainer.version; }));
+  t.push_back(choice(
+      "progress-bar", "observability", "auto | on | off (auto: on when stderr is a terminal)",
+      [](C & c) -> auto& { return c.trainer.progress_bar; }));
   // checkpoints
-  t.push_back(text("ckpt-path", "checkpoints", "resume from this checkpoint", [](C& c) -> auto& { return c.trainer.ckpt_path; }));
-  t.push_back(integer("checkpoint-every-n-epochs", "checkpoints", "checkpoint period in epochs (0: off)", 0, kNoMax, [](C& c) -> auto& { return c.trainer.checkpoint_every_n_epochs; }));
-  t.push_back(text("init-from", "checkpoints", "load parameters from a safetensors file", [](C& c) -> auto& { return c.trainer.init_from; }));
+  t.push_back(text(
+      "ckpt-path", "checkpoints", "resume from this checkpoint", [](C & c) -> auto& { return c.trainer.ckpt_path; }));
+  t.push_back(integer(
+      "checkpoint-every-n-epochs", "checkpoints", "checkpoint period in epochs (0: off)", 0, kNoMax,
+      [](C & c) -> auto& { return c.trainer.checkpoint_every_n_epochs; }));
+  t.push_back(text(
+      "init-from", "checkpoints", "load parameters from a safetensors file",
+      [](C & c) -> auto& { return c.trainer.init_from; }));
   return t;
 }
 

@@ -15,8 +15,8 @@ struct OptionSpec {
   std::string name;   // kebab-case without dashes: "batch-size"
   std::string group;  // for --help
   std::string help;
-  bool is_flag = false;  // a switch: --name sets "true"
-  std::string negation;  // a switch's off form, e.g. "no-shuffle"; empty if none
+  bool is_flag = false;                                  // a switch: --name sets "true"
+  std::string negation;                                  // a switch's off form, e.g. "no-shuffle"; empty if none
   std::function<void(Config&, const std::string&)> set;  // throws UsageError on bad values
   std::function<std::string(const Config&)> get;
 };
@@ -34,8 +34,8 @@ std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::st
 
 // Defaults, then the preset (given on the command line or in the file), then the YAML
 // file, then the command line's own options: later sources override earlier ones.
-Config resolve_config(const std::vector<std::pair<std::string, std::string>>& command_line,
-                      const std::string& preset, const std::string& config_file);
+Config resolve_config(const std::vector<std::pair<std::string, std::string>>& command_line, const std::string& preset,
+                      const std::string& config_file);
 
 // Checks across options, and refuses what this build cannot do yet. Throws UsageError.
 void validate_config(const Config& config);

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ddpscope/error.h"
 #include "base/excerpt.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 
@@ -16,10 +16,9 @@ void reject_value(std::string_view option, std::string_view value, std::string_v
 }
 
 int64_t parse_int(std::string_view option, const std::string& value, int64_t min, int64_t max) {
-  const std::string accepted =
-      max == std::numeric_limits<int64_t>::max()
-          ? fmt::format("an integer >= {}", min)
-          : fmt::format("an integer from {} to {}", min, max);
+  const std::string accepted = max == std::numeric_limits<int64_t>::max()
+                                   ? fmt::format("an integer >= {}", min)
+                                   : fmt::format("an integer from {} to {}", min, max);
   return parse_int(option, value, min, max, accepted);
 }
 

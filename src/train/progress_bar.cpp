@@ -36,11 +36,12 @@ void ProgressBar::update(int64_t epoch, int64_t max_epochs, int64_t batch, int64
   constexpr int kWidth = 24;
   const int filled = batches > 0 ? static_cast<int>(kWidth * batch / batches) : 0;
   const double seconds = std::chrono::duration<double>(now - epoch_start_).count();
-  const std::string epochs = max_epochs > 0 ? fmt::format("{}/{}", epoch + 1, max_epochs) : fmt::format("{}", epoch + 1);
+  const std::string epochs =
+      max_epochs > 0 ? fmt::format("{}/{}", epoch + 1, max_epochs) : fmt::format("{}", epoch + 1);
   std::fprintf(stderr, "\rEpoch %s [%s%s] %lld/%lld  %.1f it/s  train_loss=%.4g   ", epochs.c_str(),
                std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(),
-               static_cast<long long>(batch), static_cast<long long>(batches),
-               seconds > 0 ? batch / seconds : 0.0, loss);
+               static_cast<long long>(batch), static_cast<long long>(batches), seconds > 0 ? batch / seconds : 0.0,
+               loss);
   std::fflush(stderr);
 }
 

@@ -38,10 +38,11 @@ bool nothing_left_to_train(const TrainerOptions& options, const StartPoint& at) 
 void print_nothing_left(const TrainerOptions& options, const StartPoint& at) {
   const bool by_steps = options.max_steps > 0 && at.global_step >= options.max_steps;
   const char* limit = by_steps ? "--max-steps" : "--max-epochs";
-  std::printf("Nothing left to train: the checkpoint %s is at epoch %lld, optimizer step %lld, which %s %lld "
-              "has reached; raise %s to train further\n",
-              options.ckpt_path.c_str(), static_cast<long long>(at.epoch), static_cast<long long>(at.global_step),
-              limit, static_cast<long long>(by_steps ? options.max_steps : options.max_epochs), limit);
+  std::printf(
+      "Nothing left to train: the checkpoint %s is at epoch %lld, optimizer step %lld, which %s %lld "
+      "has reached; raise %s to train further\n",
+      options.ckpt_path.c_str(), static_cast<long long>(at.epoch), static_cast<long long>(at.global_step), limit,
+      static_cast<long long>(by_steps ? options.max_steps : options.max_epochs), limit);
 }
 
 }  // namespace ddp

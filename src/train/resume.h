@@ -4,9 +4,9 @@
 #include <cstdint>
 
 #include "ddpscope/communicator.h"
+#include "ddpscope/config.h"
 #include "ddpscope/mlp.h"
 #include "ddpscope/optimizer.h"
-#include "ddpscope/config.h"
 
 namespace ddp {
 

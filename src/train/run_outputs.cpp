@@ -57,9 +57,15 @@ void RunOutputs::start_logging() {
   write_file_atomically(log_dir_ / "hparams.yaml", hparams_yaml(hparams_));
   for (LoggerKind kind : options_.logger) {
     switch (kind) {
-      case LoggerKind::kCsv: loggers_.push_back(std::make_unique<CsvLogger>(log_dir_ / "metrics.csv")); break;
-      case LoggerKind::kTensorBoard: loggers_.push_back(std::make_unique<TensorBoardLogger>(log_dir_)); break;
-      case LoggerKind::kJsonl: loggers_.push_back(std::make_unique<JsonlLogger>(log_dir_)); break;
+      case LoggerKind::kCsv:
+        loggers_.push_back(std::make_unique<CsvLogger>(log_dir_ / "metrics.csv"));
+        break;
+      case LoggerKind::kTensorBoard:
+        loggers_.push_back(std::make_unique<TensorBoardLogger>(log_dir_));
+        break;
+      case LoggerKind::kJsonl:
+        loggers_.push_back(std::make_unique<JsonlLogger>(log_dir_));
+        break;
     }
   }
 }
@@ -106,10 +112,11 @@ void RunOutputs::finish(const Mlp& network, RunSummary& stats, const std::vector
   for (int r = 0; r < world; ++r) ranks[r] = {stats.phases_per_rank[r], phase_calls[r], stats.hosts[r]};
   std::fputs(profiler_table(ranks, stats.wall_seconds).c_str(), stdout);
   const double rate = stats.training_flops_per_sample * stats.train_samples / stats.wall_seconds;
-  std::printf("Throughput: %.0f samples/s, %.1f optimizer steps/s, %.1f GFLOP/s of model FLOPs (%.0f %% of %d x %.0f "
-              "GFLOP/s measured GEMM peak)\n",
-              stats.train_samples / stats.wall_seconds, stats.optimizer_steps_run / stats.wall_seconds, rate * 1e-9,
-              100.0 * rate / world / stats.gemm_peak_flops_per_second, world, stats.gemm_peak_flops_per_second * 1e-9);
+  std::printf(
+      "Throughput: %.0f samples/s, %.1f optimizer steps/s, %.1f GFLOP/s of model FLOPs (%.0f %% of %d x %.0f "
+      "GFLOP/s measured GEMM peak)\n",
+      stats.train_samples / stats.wall_seconds, stats.optimizer_steps_run / stats.wall_seconds, rate * 1e-9,
+      100.0 * rate / world / stats.gemm_peak_flops_per_second, world, stats.gemm_peak_flops_per_second * 1e-9);
 }
 
 void RunOutputs::write_trace(const std::vector<RankTrace>& ranks, int64_t origin_ns) {

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "ddpscope/communicator.h"
-#include "log/logger.h"
-#include "ddpscope/mlp.h"
-#include "observe/trace_writer.h"
-#include "ddpscope/optimizer.h"
-#include "train/checkpoint.h"
 #include "ddpscope/config.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/optimizer.h"
+#include "log/logger.h"
+#include "observe/trace_writer.h"
+#include "train/checkpoint.h"
 #include "train/gather_stats.h"
 #include "train/run_summary.h"
 

@@ -5,8 +5,8 @@
 #include <charconv>
 #include <cmath>
 
-#include "ddpscope/error.h"
 #include "ddpscope/config.h"
+#include "ddpscope/error.h"
 #include "train/options.h"
 
 namespace ddp {
@@ -58,8 +58,9 @@ T read(const Json& j, const std::string& key, const std::string& where) {
   const bool ok = std::is_same_v<T, std::string> ? value.is_string()
                   : std::is_floating_point_v<T>  ? value.is_number()
                                                  : value.is_number_integer();
-  if (!ok) throw DataError(fmt::format("{} field \"{}\" is {}, expected {}", where, key, value.dump(),
-                                       std::is_same_v<T, std::string> ? "a string" : "a number"));
+  if (!ok)
+    throw DataError(fmt::format("{} field \"{}\" is {}, expected {}", where, key, value.dump(),
+                                std::is_same_v<T, std::string> ? "a string" : "a number"));
   return value.get<T>();
 }
 
@@ -92,9 +93,7 @@ AllreduceStats read_allreduce(const Json& j, const std::string& where) {
 }
 
 // An option's text from its "config" value: what config_json typed it from.
-std::string option_text(const Json& value) {
-  return value.is_string() ? value.get<std::string>() : value.dump();
-}
+std::string option_text(const Json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
 
 bool same_allreduce(const AllreduceStats& a, const AllreduceStats& b) {
   return a.calls == b.calls && a.bytes == b.bytes && a.seconds == b.seconds &&
@@ -128,8 +127,10 @@ Config RunSummary::typed_config() const {
   Config config;
   for (const auto& [key, text] : options) {
     try {
-      if (key == "preset") config.preset = text;  // the name only: its values are in the other options
-      else apply_option(config, key, text);
+      if (key == "preset")
+        config.preset = text;  // the name only: its values are in the other options
+      else
+        apply_option(config, key, text);
     } catch (const UsageError& e) {
       throw DataError(fmt::format("summary.json config field \"{}\": {}", key, e.what()));
     }
@@ -143,11 +144,12 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
   };
   return a.version == b.version && a.options == b.options && a.accelerator == b.accelerator &&
          a.strategy == b.strategy && a.world_size == b.world_size && a.hosts == b.hosts && a.epochs == b.epochs &&
-         a.first_epoch_end_seconds == b.first_epoch_end_seconds && a.last_epoch_end_seconds == b.last_epoch_end_seconds &&
-         a.optimizer_steps == b.optimizer_steps && a.optimizer_steps_run == b.optimizer_steps_run &&
-         a.train_samples == b.train_samples && a.wall_seconds == b.wall_seconds &&
-         a.final_train_loss == b.final_train_loss && a.final_val_loss == b.final_val_loss &&
-         a.phases_per_rank == b.phases_per_rank && a.training_flops_per_sample == b.training_flops_per_sample &&
+         a.first_epoch_end_seconds == b.first_epoch_end_seconds &&
+         a.last_epoch_end_seconds == b.last_epoch_end_seconds && a.optimizer_steps == b.optimizer_steps &&
+         a.optimizer_steps_run == b.optimizer_steps_run && a.train_samples == b.train_samples &&
+         a.wall_seconds == b.wall_seconds && a.final_train_loss == b.final_train_loss &&
+         a.final_val_loss == b.final_val_loss && a.phases_per_rank == b.phases_per_rank &&
+         a.training_flops_per_sample == b.training_flops_per_sample &&
          a.gemm_peak_flops_per_second == b.gemm_peak_flops_per_second &&
          a.utilization_per_rank == b.utilization_per_rank && same_allreduce(a.allreduce, b.allreduce) &&
          same_list(a.allreduce_per_rank, b.allreduce_per_rank);
@@ -177,8 +179,8 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
       {"optimizer_steps_per_second", s.wall_seconds > 0 ? s.optimizer_steps_run / s.wall_seconds : 0.0},
       {"model_flops_per_second", model_flops},
       {"gemm_peak_flops_per_second_per_device", s.gemm_peak_flops_per_second},
-      {"flop_share_of_peak", s.gemm_peak_flops_per_second > 0 ? model_flops / s.world_size / s.gemm_peak_flops_per_second
-                                                               : 0.0}};
+      {"flop_share_of_peak",
+       s.gemm_peak_flops_per_second > 0 ? model_flops / s.world_size / s.gemm_peak_flops_per_second : 0.0}};
   nlohmann::ordered_json final_metrics = nlohmann::ordered_json::object();
   final_metrics["train_loss"] = s.final_train_loss ? nlohmann::ordered_json(*s.final_train_loss) : nullptr;
   final_metrics["val_loss"] = s.final_val_loss ? nlohmann::ordered_json(*s.final_val_loss) : nullptr;
@@ -202,7 +204,8 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
 void from_json(const Json& j, RunSummary& s) {
   const std::string where = "summary.json";
   if (read<std::string>(j, "schema", where) != "ddpscope.summary/1") {
-    throw DataError(fmt::format("{} field \"schema\" is {}, expected \"ddpscope.summary/1\"", where, j["schema"].dump()));
+    throw DataError(
+        fmt::format("{} field \"schema\" is {}, expected \"ddpscope.summary/1\"", where, j["schema"].dump()));
   }
   s = RunSummary{};
   s.version = read<std::string>(j, "version", where);
@@ -228,15 +231,18 @@ void from_json(const Json& j, RunSummary& s) {
       samples_per_second > 0
           ? std::round(read<double>(throughput, "model_flops_per_second", where + " throughput") / samples_per_second)
           : 0.0;
-  s.gemm_peak_flops_per_second = read<double>(throughput, "gemm_peak_flops_per_second_per_device", where + " throughput");
+  s.gemm_peak_flops_per_second =
+      read<double>(throughput, "gemm_peak_flops_per_second_per_device", where + " throughput");
   const Json& final_metrics = member(j, "final", where);
   s.final_train_loss = read_optional(final_metrics, "train_loss", where + " final");
   s.final_val_loss = read_optional(final_metrics, "val_loss", where + " final");
   for (const auto& host : read_array(j, "hosts", where)) {
-    if (!host.is_string()) throw DataError(fmt::format("{} field \"hosts\" holds {}, expected strings", where, host.dump()));
+    if (!host.is_string())
+      throw DataError(fmt::format("{} field \"hosts\" holds {}, expected strings", where, host.dump()));
     s.hosts.push_back(host.get<std::string>());
   }
-  for (const auto& rank : read_array(j, "phases_per_rank", where)) s.phases_per_rank.push_back(read_phases(rank, where + " phases_per_rank"));
+  for (const auto& rank : read_array(j, "phases_per_rank", where))
+    s.phases_per_rank.push_back(read_phases(rank, where + " phases_per_rank"));
   for (const auto& series : read_array(j, "utilization_per_rank", where)) {
     std::vector<std::pair<double, double>> points;
     for (const auto& point : series) {

@@ -32,19 +32,19 @@ struct RunSummary {
   std::string strategy = "single";
   int world_size = 1;
   std::vector<std::string> hosts;  // every rank's host name, indexed by rank
-  int64_t epochs = 0;  // completed
+  int64_t epochs = 0;              // completed
   // Since the start, at the end of the first and of the last completed epoch: what the
   // doctor needs to extrapolate from steady epochs (a list would grow with the run).
   double first_epoch_end_seconds = 0;
   double last_epoch_end_seconds = 0;
   int64_t optimizer_steps = 0;      // the global step: a resumed run counts from its checkpoint's
   int64_t optimizer_steps_run = 0;  // by this process: what its throughput counts, as train_samples
-  int64_t train_samples = 0;  // over all ranks
+  int64_t train_samples = 0;        // over all ranks
   double wall_seconds = 0;
   std::optional<double> final_train_loss;
   std::optional<double> final_val_loss;
   std::vector<PhaseSeconds> phases_per_rank;
-  double training_flops_per_sample = 0;  // model GEMM FLOPs, forward and backward
+  double training_flops_per_sample = 0;   // model GEMM FLOPs, forward and backward
   double gemm_peak_flops_per_second = 0;  // measured on this core at the end of the run
   // Per rank: (seconds since the run started, device utilization %), at most a few hundred.
   std::vector<std::vector<std::pair<double, double>>> utilization_per_rank;
@@ -52,7 +52,7 @@ struct RunSummary {
   std::vector<AllreduceStats> allreduce_per_rank;
 
   double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
-  PhaseSeconds mean_phases() const;  // over ranks: summary.json's "phases"
+  PhaseSeconds mean_phases() const;                // over ranks: summary.json's "phases"
   double mean_phase(std::string_view name) const;  // 0 for a name that is no phase
   // The options as a Config, each through the option table's own parser (so a
   // limit_train_batches with a point is a fraction, without one a count). Throws DataError

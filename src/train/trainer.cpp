@@ -6,15 +6,15 @@
 #include <cmath>
 #include <cstdio>
 
-#include "ddpscope/error.h"
 #include "base/stop_signal.h"
 #include "data/loader.h"
 #include "data/sampler.h"
+#include "ddpscope/error.h"
+#include "dist/gather.h"
 #include "dist/grad_reducer.h"
 #include "dist/launcher.h"
 #include "observe/phase_clock.h"
 #include "observe/trace_writer.h"
-#include "dist/gather.h"
 #include "tensor/gemm.h"
 #include "train/epoch_plan.h"
 #include "train/gather_stats.h"
@@ -37,18 +37,19 @@ void check_spec(const DataLoaderSpec& spec, const Mlp& network, const char* whic
   }
   const MlpShape& shape = network.shape();
   if (spec.dataset->input_dim() != shape.input_dim || spec.dataset->output_dim() != shape.output_dim) {
-    throw UsageError(fmt::format("the {} data has {} inputs and {} targets per sample but the model expects "
-                                 "--input-dim {} and --output-dim {}",
-                                 which, spec.dataset->input_dim(), spec.dataset->output_dim(), shape.input_dim,
-                                 shape.output_dim));
+    throw UsageError(
+        fmt::format("the {} data has {} inputs and {} targets per sample but the model expects "
+                    "--input-dim {} and --output-dim {}",
+                    which, spec.dataset->input_dim(), spec.dataset->output_dim(), shape.input_dim, shape.output_dim));
   }
 }
 
 // Backward starts from the loss's gradient: a training step must return one.
 void check_training_loss(const Loss& loss, const Batch& batch) {
   if (!loss.has_gradient()) {
-    throw UsageError("training_step returned a Loss without a gradient; return the Loss that mse_loss() gives, "
-                     "which backward starts from");
+    throw UsageError(
+        "training_step returned a Loss without a gradient; return the Loss that mse_loss() gives, "
+        "which backward starts from");
   }
   DDP_CHECK(loss.rows() == batch.size, "the training loss is of another batch");
 }
@@ -161,8 +162,8 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
 
 // Spans for every phase switch and allreduce, in a buffer sized for the whole run up front.
 void Trainer::Run::start_trace() {
-  const EpochPlan plan = plan_epoch(samples_per_rank(train_spec_.dataset->size(), comm_.size()),
-                                    train_spec_.batch_size, {options_.limit_train_batches, options_.limit_train_batches_is_count},
+  const EpochPlan plan = plan_epoch(samples_per_rank(train_spec_.dataset->size(), comm_.size()), train_spec_.batch_size,
+                                    {options_.limit_train_batches, options_.limit_train_batches_is_count},
                                     options_.accumulate_grad_batches);
   const int64_t batches = plan.micro_batches;
   const int64_t buckets = static_cast<int64_t>(reducer_->num_buckets());
@@ -359,7 +360,9 @@ void Trainer::Run::finish(LightningModule& module) {
   clock_.enter(Phase::kLogging);
   stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   stats_.world_size = comm_.size();
-  const Strategy ran = comm_.size() > 1 ? Strategy::kDdp : options_.strategy == Strategy::kAuto ? Strategy::kSingle : options_.strategy;
+  const Strategy ran = comm_.size() > 1                       ? Strategy::kDdp
+                       : options_.strategy == Strategy::kAuto ? Strategy::kSingle
+                                                              : options_.strategy;
   stats_.strategy = spelling(ran);
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
   const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats(), stats_);

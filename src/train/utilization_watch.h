@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "ddpscope/communicator.h"
+#include "ddpscope/config.h"
 #include "log/logger.h"
 #include "observe/device_monitor.h"
 #include "observe/trace_writer.h"
-#include "ddpscope/config.h"
 
 namespace ddp {
 

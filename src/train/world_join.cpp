@@ -31,9 +31,9 @@ uint64_t config_hash(const Hparams& hparams, const TrainerOptions& t) {
     mix(key);
     mix(value);
   }
-  for (const auto& field : {std::to_string(t.max_epochs), std::to_string(t.max_steps),
-                            std::to_string(t.accumulate_grad_batches), std::to_string(t.seed),
-                            std::string(spelling(t.strategy))}) {
+  for (const auto& field :
+       {std::to_string(t.max_epochs), std::to_string(t.max_steps), std::to_string(t.accumulate_grad_batches),
+        std::to_string(t.seed), std::string(spelling(t.strategy))}) {
     mix(field);
   }
   return h;

@@ -24,8 +24,9 @@ using testing::read_text;
 using testing::run_command;
 
 const std::string kBinary = DDPSCOPE_BINARY;
-const std::string kRun = " train --data teacher --dataset-size 600 --batch-size 32 --hidden-size 32"
-                         " --accumulate-grad-batches 3 --progress-bar off";
+const std::string kRun =
+    " train --data teacher --dataset-size 600 --batch-size 32 --hidden-size 32"
+    " --accumulate-grad-batches 3 --progress-bar off";
 
 std::filesystem::path run_folder(const std::filesystem::path& dir, const std::string& version) {
   return dir / "ddpscope_logs" / version;
@@ -39,8 +40,8 @@ TEST(Checkpoint, ResumeFromAnEpochCheckpointIsBitIdenticalAtOneAndTwoRanks) {
     ASSERT_EQ(run_command(run + " --max-epochs 3 --version part", dir).exit_code, 0);
     const auto checkpoints = run_folder(dir, "part") / "checkpoints";
     // Lightning's names: epoch index and optimizer steps (7 per epoch on 1 rank, 4 on 2).
-    EXPECT_TRUE(std::filesystem::exists(checkpoints / (devices == "1" ? "epoch=0-step=7.safetensors"
-                                                                      : "epoch=0-step=4.safetensors")));
+    EXPECT_TRUE(std::filesystem::exists(
+        checkpoints / (devices == "1" ? "epoch=0-step=7.safetensors" : "epoch=0-step=4.safetensors")));
     EXPECT_TRUE(std::filesystem::exists(checkpoints / "last.safetensors"));
     const auto resumed = run_command(
         run + " --max-epochs 6 --version resumed --ckpt-path " + (checkpoints / "last.safetensors").string(), dir);
@@ -57,7 +58,8 @@ TEST(Checkpoint, AKilledRunResumedFromItsLastEpochCheckpointEndsBitIdentical) {
   ASSERT_EQ(run_command(run + " --version full", dir).exit_code, 0);
   // Started in the background and killed with SIGKILL once it has checkpointed epoch 2.
   const auto checkpoints = run_folder(dir, "killed") / "checkpoints";
-  const std::string start = "cd '" + dir.string() + "' && (" + run + " --version killed >/dev/null 2>&1 & echo $! > pid)";
+  const std::string start =
+      "cd '" + dir.string() + "' && (" + run + " --version killed >/dev/null 2>&1 & echo $! > pid)";
   ASSERT_EQ(std::system(start.c_str()), 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!std::filesystem::exists(checkpoints / "epoch=2-step=21.safetensors")) {
@@ -127,9 +129,10 @@ TEST(Checkpoint, SigintFinishesTheStepWritesACheckpointAndResumesExactly) {
 TEST(Checkpoint, SigtermWritesACheckpointAndExitsWith143) {
   const auto dir = fresh_dir("sigterm");
   // Signalled once training runs (its hparams.yaml is written after the handlers are in place).
-  run_command("sh -c '" + kBinary + kRun + " --max-epochs 3000 --version t 2>err.txt & p=$!; i=0; "
-              "while [ ! -f ddpscope_logs/t/hparams.yaml ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
-              "sleep 0.3; kill -TERM $p; wait $p; echo $? > code'",
+  run_command("sh -c '" + kBinary + kRun +
+                  " --max-epochs 3000 --version t 2>err.txt & p=$!; i=0; "
+                  "while [ ! -f ddpscope_logs/t/hparams.yaml ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+                  "sleep 0.3; kill -TERM $p; wait $p; echo $? > code'",
               dir);
   EXPECT_EQ(read_text(dir / "code"), "143\n");
   EXPECT_NE(read_text(dir / "err.txt").find("stopped by SIGTERM"), std::string::npos) << read_text(dir / "err.txt");
@@ -141,10 +144,12 @@ TEST(Checkpoint, InitFromLoadsParametersAndNamesEveryMismatch) {
   ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 2 --version a", dir).exit_code, 0);
   const auto final_a = run_folder(dir, "a") / "final.safetensors";
   // A learning rate of 1e-30 leaves the loaded parameters as they are.
-  const auto b = run_command(kBinary + kRun + " --max-epochs 1 --lr 1e-30 --version b --init-from " + final_a.string(), dir);
+  const auto b =
+      run_command(kBinary + kRun + " --max-epochs 1 --lr 1e-30 --version b --init-from " + final_a.string(), dir);
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(testing::tensor_bytes(final_a), testing::tensor_bytes(run_folder(dir, "b") / "final.safetensors"));
-  const auto wrong = run_command(kBinary + kRun + " --hidden-size 16 --max-epochs 1 --init-from " + final_a.string(), dir);
+  const auto wrong =
+      run_command(kBinary + kRun + " --hidden-size 16 --max-epochs 1 --init-from " + final_a.string(), dir);
   EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
   EXPECT_NE(wrong.err.find("layers.0.weight"), std::string::npos) << wrong.err;
 }
@@ -167,7 +172,8 @@ std::filesystem::path with_nan(const std::filesystem::path& file, const std::str
 
 TEST(Checkpoint, ACheckpointHoldingNanIsRefusedWithExitThreeNamingTheTensor) {
   const auto dir = fresh_dir("nan_checkpoint");
-  ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 1 --checkpoint-every-n-epochs 1 --version a", dir).exit_code, 0);
+  ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 1 --checkpoint-every-n-epochs 1 --version a", dir).exit_code,
+            0);
   const auto last = with_nan(run_folder(dir, "a") / "checkpoints/last.safetensors", "optimizer.exp_avg.layers.1.bias",
                              dir / "nan_last.safetensors");
   const auto resumed = run_command(kBinary + kRun + " --max-epochs 2 --ckpt-path " + last.string(), dir);
@@ -177,7 +183,8 @@ TEST(Checkpoint, ACheckpointHoldingNanIsRefusedWithExitThreeNamingTheTensor) {
                              "had diverged or the file is damaged"),
             std::string::npos)
       << resumed.err;
-  const auto params = with_nan(run_folder(dir, "a") / "final.safetensors", "layers.2.weight", dir / "nan_final.safetensors");
+  const auto params =
+      with_nan(run_folder(dir, "a") / "final.safetensors", "layers.2.weight", dir / "nan_final.safetensors");
   const auto init = run_command(kBinary + kRun + " --max-epochs 1 --init-from " + params.string(), dir);
   EXPECT_EQ(init.exit_code, 3) << init.err;
   EXPECT_NE(init.err.find("--init-from " + params.string() + ": tensor 'layers.2.weight' holds nan at element 0"),
@@ -187,7 +194,8 @@ TEST(Checkpoint, ACheckpointHoldingNanIsRefusedWithExitThreeNamingTheTensor) {
 
 TEST(Checkpoint, DamagedCheckpointsAreRefusedWithExitThree) {
   const auto dir = fresh_dir("damaged");
-  ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 1 --checkpoint-every-n-epochs 1 --version a", dir).exit_code, 0);
+  ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 1 --checkpoint-every-n-epochs 1 --version a", dir).exit_code,
+            0);
   const std::string bytes = read_text(run_folder(dir, "a") / "checkpoints/last.safetensors");
   std::ofstream(dir / "truncated.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   std::ofstream(dir / "garbage.safetensors", std::ios::binary) << "not a checkpoint at all";

@@ -62,7 +62,8 @@ TEST(Cli, BadOptionValuesExitTwoNamingOptionValueAndWhatIsAccepted) {
   expect_usage_error("--betas 0.9,,0.99", "--betas: '0.9,,0.99' is not accepted", "bad_betas3");
   expect_usage_error("--accumulate-grad-batches 0", "--accumulate-grad-batches: '0'", "bad_accum");
   expect_usage_error("--limit-train-batches 1.5", "--limit-train-batches: '1.5' is not accepted", "bad_limit");
-  expect_usage_error("--data mnist", "--data: 'mnist' is not accepted; expected random, teacher or csv:PATH", "bad_data");
+  expect_usage_error("--data mnist", "--data: 'mnist' is not accepted; expected random, teacher or csv:PATH",
+                     "bad_data");
   expect_usage_error("--logger csv,wandb", "--logger: 'csv,wandb' is not accepted", "bad_logger");
   expect_usage_error("--logger csv,,csv", "--logger: 'csv,,csv' is not accepted", "bad_logger2");
   expect_usage_error("--momentum 0.9", "--momentum 0.9 applies to --optimizer sgd only", "bad_momentum");
@@ -81,16 +82,19 @@ TEST(Cli, RangesAreStatedAsTheOptionAcceptsThem) {
   }
   expect_usage_error("--bucket-cap-mb 1e300", "--bucket-cap-mb: '1e300' is not accepted", "bucket_huge");
   expect_usage_error("--momentum -1", "--momentum: '-1' is not accepted; expected a number >= 0", "momentum_neg");
-  expect_usage_error("--max-steps 1e12", "--max-steps: '1e12' is not accepted; expected an integer >= 1, or -1 for no limit",
+  expect_usage_error("--max-steps 1e12",
+                     "--max-steps: '1e12' is not accepted; expected an integer >= 1, or -1 for no limit",
                      "max_steps_text");
   expect_usage_error("--max-steps 0", "--max-steps: '0' is not accepted; expected an integer >= 1, or -1 for no limit",
                      "max_steps_zero");
-  expect_usage_error("--max-epochs -2", "--max-epochs: '-2' is not accepted; expected an integer >= 1, or -1 with --max-steps",
+  expect_usage_error("--max-epochs -2",
+                     "--max-epochs: '-2' is not accepted; expected an integer >= 1, or -1 with --max-steps",
                      "max_epochs_neg");
-  expect_usage_error("--limit-train-batches 0",
-                     "--limit-train-batches: '0' is not accepted; expected a fraction in (0,1] (with a point, e.g. 0.25) "
-                     "or a count >= 1",
-                     "limit_zero");
+  expect_usage_error(
+      "--limit-train-batches 0",
+      "--limit-train-batches: '0' is not accepted; expected a fraction in (0,1] (with a point, e.g. 0.25) "
+      "or a count >= 1",
+      "limit_zero");
 }
 
 TEST(Cli, ALongValueIsQuotedCut) {
@@ -139,14 +143,16 @@ TEST(Cli, AConfigurationTooLargeForMemoryIsRefusedBeforeAnyFolderIsMade) {
     EXPECT_FALSE(std::filesystem::exists(dir / "ddpscope_logs")) << args;
   }
   const auto r = train("--hidden-size 999999999999", "too_big_hint");
-  EXPECT_NE(r.err.find("lower --hidden-size, --hidden-layers, --input-dim or --output-dim"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lower --hidden-size, --hidden-layers, --input-dim or --output-dim"), std::string::npos)
+      << r.err;
 }
 
 TEST(Cli, ABatchLargerThanTheDatasetTrainsOnTheSamplesThereAre) {
   // Buffers are sized by what a batch can hold: 100,000,000 samples asked, 500 there.
   const auto dir = fresh_dir("batch_over_dataset");
-  const auto r = run_command(kBinary + " train --batch-size 100000000 --dataset-size 500 --hidden-size 8 --max-epochs 2"
-                                       " --progress-bar off",
+  const auto r = run_command(kBinary +
+                                 " train --batch-size 100000000 --dataset-size 500 --hidden-size 8 --max-epochs 2"
+                                 " --progress-bar off",
                              dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto summary = nlohmann::json::parse(read_text(dir / "ddpscope_logs/version_0/summary.json"));
@@ -161,7 +167,8 @@ TEST(Cli, ConfigAndPresetGivenTwiceTakeTheLastAndEmptyOrFolderValuesAreRefused) 
   const auto twice = run_command(kBinary + " train" + kQuick + " --config a.yaml --config b.yaml", dir);
   ASSERT_EQ(twice.exit_code, 0) << twice.err;
   EXPECT_NE(read_text(dir / "ddpscope_logs/version_0/hparams.yaml").find("lr: 0.25"), std::string::npos);
-  const auto presets = run_command(kBinary + " train" + kQuick + " --preset seed --preset seed --devices 1 --strategy auto", dir);
+  const auto presets =
+      run_command(kBinary + " train" + kQuick + " --preset seed --preset seed --devices 1 --strategy auto", dir);
   EXPECT_EQ(presets.exit_code, 0) << presets.err;
   const std::pair<const char*, const char*> cases[] = {
       {"--config some/dir/", "--config: 'some/dir/' is a folder; expected a YAML file"},
@@ -203,8 +210,9 @@ TEST(Cli, ProgressBarDrawsEpochsWhenOn) {
 
 TEST(Cli, DeviceUtilizationIsLoggedAsTheSeedsMetric) {
   const auto dir = fresh_dir("utilization");
-  const auto r = run_command(kBinary + " train --dataset-size 2048 --batch-size 16 --hidden-size 64 --max-epochs 20"
-                                       " --log-every-n-steps 20 --monitor-interval-ms 10 --progress-bar off",
+  const auto r = run_command(kBinary +
+                                 " train --dataset-size 2048 --batch-size 16 --hidden-size 64 --max-epochs 20"
+                                 " --log-every-n-steps 20 --monitor-interval-ms 10 --progress-bar off",
                              dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream csv(read_text(dir / "ddpscope_logs/version_0/metrics.csv"));
@@ -310,7 +318,8 @@ TEST(Cli, CsvDataErrorsExitThreeWithFileLineAndColumn) {
 
 TEST(Cli, NonFiniteLossStopsTheRunNamingTheStepAndKeepsTheMetrics) {
   const auto dir = fresh_dir("nan");
-  const auto r = run_command(kBinary + " train --data teacher --optimizer sgd --lr 1e30 --log-every-n-steps 1" + kQuick, dir);
+  const auto r =
+      run_command(kBinary + " train --data teacher --optimizer sgd --lr 1e30 --log-every-n-steps 1" + kQuick, dir);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("training loss is"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("optimizer step"), std::string::npos) << r.err;
@@ -330,7 +339,9 @@ TEST(Cli, ADivergingAdamRunIsNotAdvisedToUseAdam) {
 TEST(Cli, AFullDiskMidRunFailsClearlyAndKeepsEveryFileWhole) {
   // A file size limit stands in for a full disk: metrics outgrow 4 KiB after some epochs.
   const auto dir = fresh_dir("full_disk");
-  const auto r = run_command("ulimit -f 4; " + kBinary + " train" + kQuick + " --log-every-n-steps 1 --max-epochs 300 --logger csv,jsonl", dir);
+  const auto r = run_command(
+      "ulimit -f 4; " + kBinary + " train" + kQuick + " --log-every-n-steps 1 --max-epochs 300 --logger csv,jsonl",
+      dir);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("File too large"), std::string::npos) << r.err;
   const auto run = dir / "ddpscope_logs/version_0";
@@ -362,8 +373,9 @@ namespace ddp {
 namespace {
 
 const std::string kMpirun = std::string(DDPSCOPE_MPIRUN) + " --allow-run-as-root --oversubscribe --bind-to none";
-const std::string kDdpRun = " --strategy ddp --data teacher --dataset-size 120 --batch-size 8 --hidden-size 8"
-                            " --max-epochs 3 --log-every-n-steps 2 --progress-bar off --monitor-interval-ms 0";
+const std::string kDdpRun =
+    " --strategy ddp --data teacher --dataset-size 120 --batch-size 8 --hidden-size 8"
+    " --max-epochs 3 --log-every-n-steps 2 --progress-bar off --monitor-interval-ms 0";
 
 TEST(CliDdp, SelfRelaunchAndExplicitMpirunGiveTheSameResult) {
   const auto self_dir = fresh_dir("launch_self");
@@ -396,15 +408,17 @@ TEST(CliDdp, DevicesThatDisagreeWithTheMpiWorldAreRefused) {
 }
 
 TEST(CliDdp, StrategySingleUnderAMultiRankJobIsRefused) {
-  const auto r = run_command(kMpirun + " -np 2 " + kBinary + " train --strategy single --max-epochs 1", fresh_dir("single"));
+  const auto r =
+      run_command(kMpirun + " -np 2 " + kBinary + " train --strategy single --max-epochs 1", fresh_dir("single"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("--strategy single trains on one device, but mpirun started 2 ranks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--strategy single trains on one device, but mpirun started 2 ranks"), std::string::npos)
+      << r.err;
 }
 
 TEST(CliDdp, RanksStartedWithDifferentOptionsAreRefused) {
-  const auto r = run_command(kMpirun + " -np 1 " + kBinary + " train --lr 0.1" + kDdpRun + " : -np 1 " + kBinary +
-                                 " train --lr 0.2" + kDdpRun,
-                             fresh_dir("mismatch"));
+  const auto r = run_command(
+      kMpirun + " -np 1 " + kBinary + " train --lr 0.1" + kDdpRun + " : -np 1 " + kBinary + " train --lr 0.2" + kDdpRun,
+      fresh_dir("mismatch"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("rank"), std::string::npos) << r.err;
 }

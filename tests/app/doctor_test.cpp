@@ -67,7 +67,8 @@ TEST(Compare, WritesCompareJsonAndReportWithSpeedupsFromTheRunsOwnWalls) {
 
 TEST(Doctor, FindsTheInjectedPerStepProbeAndNotWhenItIsAbsent) {
   // Many small micro-batches: the probe (tens of microseconds) is a large share of each.
-  const std::string many_steps = " --dataset-size 2048 --batch-size 16 --hidden-size 8 --hidden-layers 1 --max-epochs 10";
+  const std::string many_steps =
+      " --dataset-size 2048 --batch-size 16 --hidden-size 8 --hidden-layers 1 --max-epochs 10";
   const auto with_probe = fresh_dir("doctor_probe");
   const auto r = run_command(kBinary + " doctor --devices 1 --monitor-mode per-step" + many_steps, with_probe);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
@@ -146,7 +147,8 @@ TEST(Doctor, MpirunArgsReachEveryMpirunItStarts) {
   EXPECT_TRUE(doc["runs"][1]["ok"].get<bool>()) << doc["runs"][1].dump();
   EXPECT_NE(r.out.find("Every mpirun started here took: --oversubscribe"), std::string::npos) << r.out;
 
-  const auto bogus = run_command(kBinary + " compare --devices 1,2 --version bogus --mpirun-args --no-such-option" + kTiny, dir);
+  const auto bogus =
+      run_command(kBinary + " compare --devices 1,2 --version bogus --mpirun-args --no-such-option" + kTiny, dir);
   ASSERT_EQ(bogus.exit_code, 0) << bogus.err;
   const auto failed = read_json(dir / "ddpscope_logs/bogus/compare.json")["runs"][1];
   EXPECT_FALSE(failed["ok"].get<bool>());

@@ -16,8 +16,9 @@ using testing::read_text;
 using testing::run_command;
 
 const std::string kBinary = DDPSCOPE_BINARY;
-const std::string kRun = " train --data teacher --dataset-size 96 --batch-size 16 --hidden-size 8"
-                         " --checkpoint-every-n-epochs 1 --progress-bar off --monitor-interval-ms 0";
+const std::string kRun =
+    " train --data teacher --dataset-size 96 --batch-size 16 --hidden-size 8"
+    " --checkpoint-every-n-epochs 1 --progress-bar off --monitor-interval-ms 0";
 
 nlohmann::json summary(const std::filesystem::path& dir, const std::string& version) {
   return nlohmann::json::parse(read_text(dir / "ddpscope_logs" / version / "summary.json"));
@@ -31,17 +32,18 @@ TEST(Resume, ACheckpointAtMaxEpochsOrMaxStepsSaysThereIsNothingLeftToTrain) {
 
   const auto epochs = run_command(kBinary + kRun + " --max-epochs 2 --version again --ckpt-path " + last.string(), dir);
   EXPECT_EQ(epochs.exit_code, 0) << epochs.err;
-  EXPECT_NE(epochs.out.find("Nothing left to train: the checkpoint " + last.string() + " is at epoch 2, optimizer "
-                            "step " + steps + ", which --max-epochs 2 has reached; raise --max-epochs to train further"),
+  EXPECT_NE(epochs.out.find("Nothing left to train: the checkpoint " + last.string() +
+                            " is at epoch 2, optimizer "
+                            "step " +
+                            steps + ", which --max-epochs 2 has reached; raise --max-epochs to train further"),
             std::string::npos)
       << epochs.out;
   EXPECT_EQ(epochs.out.find("Throughput"), std::string::npos) << epochs.out;
   EXPECT_EQ(epochs.out.find("Training completed"), std::string::npos) << epochs.out;
   EXPECT_FALSE(std::filesystem::exists(dir / "ddpscope_logs/again"));  // no folder of a run that did nothing
 
-  const auto by_steps = run_command(kBinary + kRun + " --max-epochs 5 --max-steps " + steps + " --ckpt-path " +
-                                        last.string(),
-                                    dir);
+  const auto by_steps =
+      run_command(kBinary + kRun + " --max-epochs 5 --max-steps " + steps + " --ckpt-path " + last.string(), dir);
   EXPECT_EQ(by_steps.exit_code, 0) << by_steps.err;
   EXPECT_NE(by_steps.out.find("which --max-steps " + steps + " has reached; raise --max-steps to train further"),
             std::string::npos)
@@ -52,7 +54,8 @@ TEST(Resume, AResumedRunCountsOnlyItsOwnStepsAndSamples) {
   const auto dir = fresh_dir("resume_counts");
   ASSERT_EQ(run_command(kBinary + kRun + " --max-epochs 2 --version first", dir).exit_code, 0);
   const auto last = dir / "ddpscope_logs/first/checkpoints/last.safetensors";
-  const auto resumed = run_command(kBinary + kRun + " --max-epochs 4 --version second --ckpt-path " + last.string(), dir);
+  const auto resumed =
+      run_command(kBinary + kRun + " --max-epochs 4 --version second --ckpt-path " + last.string(), dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto first = summary(dir, "first");
   const auto second = summary(dir, "second");

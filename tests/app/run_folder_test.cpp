@@ -17,8 +17,9 @@ using testing::read_text;
 using testing::run_command;
 
 const std::string kBinary = DDPSCOPE_BINARY;
-const std::string kQuick = " train --dataset-size 64 --batch-size 16 --hidden-size 8 --max-epochs 2 --progress-bar off"
-                           " --monitor-interval-ms 0";
+const std::string kQuick =
+    " train --dataset-size 64 --batch-size 16 --hidden-size 8 --max-epochs 2 --progress-bar off"
+    " --monitor-interval-ms 0";
 
 TEST(RunFolder, AnExistingVersionIsRefusedUnlessOverwriteReplacesItWhole) {
   const auto dir = fresh_dir("run_folder_exists");
@@ -29,7 +30,8 @@ TEST(RunFolder, AnExistingVersionIsRefusedUnlessOverwriteReplacesItWhole) {
 
   const auto again = run_command(kBinary + kQuick + " --version 0 --lr 0.1", dir);
   EXPECT_EQ(again.exit_code, 2) << again.err;
-  EXPECT_NE(again.err.find("--version: '" + named + "' exists already; choose another, omit --version for the "
+  EXPECT_NE(again.err.find("--version: '" + named +
+                           "' exists already; choose another, omit --version for the "
                            "next free one, or pass --overwrite"),
             std::string::npos)
       << again.err;

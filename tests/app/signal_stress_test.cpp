@@ -25,9 +25,10 @@ using testing::run_command;
 
 const std::string kBinary = DDPSCOPE_BINARY;
 // Short epochs, a periodic checkpoint each: a run lasts about a second.
-const std::string kRun = " train --data teacher --dataset-size 240 --batch-size 16 --hidden-size 16"
-                         " --accumulate-grad-batches 3 --max-epochs 100 --checkpoint-every-n-epochs 1"
-                         " --progress-bar off --monitor-interval-ms 0";
+const std::string kRun =
+    " train --data teacher --dataset-size 240 --batch-size 16 --hidden-size 16"
+    " --accumulate-grad-batches 3 --max-epochs 100 --checkpoint-every-n-epochs 1"
+    " --progress-bar off --monitor-interval-ms 0";
 
 struct Trial {
   int exit_code = -1;
@@ -85,7 +86,8 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
     SCOPED_TRACE("trial " + std::to_string(i) + " after " + std::to_string(delay.count()) + " ms: " + trial.err);
     const auto folder = dir / "ddpscope_logs/t";
     // The launcher and its ranks are gone when it returns.
-    for (const pid_t pid : trial.started) EXPECT_FALSE(testing::is_alive(pid)) << "process " << pid << " outlived the run";
+    for (const pid_t pid : trial.started)
+      EXPECT_FALSE(testing::is_alive(pid)) << "process " << pid << " outlived the run";
     if (trial.exit_code == 0) {  // it finished before the signal
       EXPECT_EQ(testing::tensor_bytes(folder / "final.safetensors"), expected);
       continue;
@@ -93,8 +95,7 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
     ++stopped;
     const int first = signals.front(), last = signals.back();
     if (trial.exit_code == 128 + first) {
-      EXPECT_NE(trial.err.find("stopped by " + std::string(first == SIGINT ? "SIGINT" : "SIGTERM")),
-                std::string::npos);
+      EXPECT_NE(trial.err.find("stopped by " + std::string(first == SIGINT ? "SIGINT" : "SIGTERM")), std::string::npos);
       // last.safetensors holds the stop point, not an older periodic save.
       std::smatch step;
       ASSERT_TRUE(std::regex_search(trial.err, step, std::regex(R"(optimizer step (\d+);)")));
@@ -111,16 +112,17 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
     }
     const auto checkpoint = newest_checkpoint(folder);
     if (checkpoint.empty()) continue;  // stopped at once before the first epoch's checkpoint
-    const auto resumed = run_command(kBinary + kRun + " --devices " + std::to_string(devices) +
-                                         " --version r --ckpt-path " + checkpoint.string(),
-                                     dir);
+    const auto resumed = run_command(
+        kBinary + kRun + " --devices " + std::to_string(devices) + " --version r --ckpt-path " + checkpoint.string(),
+        dir);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
     if (resumed.out.find("Nothing left to train") != std::string::npos) {  // stopped after the last epoch's save
       const auto saved = testing::tensor_bytes(checkpoint);
       for (const auto& [name, bytes] : expected) EXPECT_EQ(saved.at(name), bytes) << name << " in " << checkpoint;
       continue;
     }
-    EXPECT_EQ(testing::tensor_bytes(dir / "ddpscope_logs/r/final.safetensors"), expected) << "resumed from " << checkpoint;
+    EXPECT_EQ(testing::tensor_bytes(dir / "ddpscope_logs/r/final.safetensors"), expected)
+        << "resumed from " << checkpoint;
   }
   EXPECT_GT(stopped, 0) << "every run ended before its signal: nothing was tested";
 }

@@ -16,8 +16,9 @@ using testing::read_text;
 using testing::run_command;
 
 const std::string kBinary = DDPSCOPE_BINARY;
-const std::string kTiny = " train --hidden-size 8 --max-epochs 3 --log-every-n-steps 1 --progress-bar off"
-                          " --monitor-interval-ms 0";
+const std::string kTiny =
+    " train --hidden-size 8 --max-epochs 3 --log-every-n-steps 1 --progress-bar off"
+    " --monitor-interval-ms 0";
 
 std::string metrics(const std::filesystem::path& dir) { return read_text(dir / "ddpscope_logs/version_0/metrics.csv"); }
 

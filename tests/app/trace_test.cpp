@@ -1,8 +1,8 @@
 // --profiler trace and the phase accounting through the command line, on 1, 2 and 3 ranks.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "support/run_command.h"

@@ -78,8 +78,9 @@ TEST(Utilization, AShortRunHasItsStartAndEndSamplesInTraceSummaryAndMetrics) {
 TEST(Utilization, ThePerStepProbesReadingsReachTheSummaryThinned) {
   const auto dir = fresh_dir("utilization_per_step");
   // 500 probes, more than the summary's 300 points per rank.
-  const auto r = run_command(kBinary + " train --monitor-mode per-step --dataset-size 5000 --batch-size 8"
-                                       " --hidden-size 8 --max-epochs 1 --progress-bar off",
+  const auto r = run_command(kBinary +
+                                 " train --monitor-mode per-step --dataset-size 5000 --batch-size 8"
+                                 " --hidden-size 8 --max-epochs 1 --progress-bar off",
                              dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto run = dir / "ddpscope_logs/version_0";

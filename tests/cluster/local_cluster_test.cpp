@@ -71,8 +71,8 @@ TEST_F(LocalCluster, NumNodesIsCheckedAgainstTheRealHosts) {
 // process left on either host, and the job resumes from its last checkpoint once healed.
 TEST_F(LocalCluster, CutLinkEndsTheJobWithCode4NamingTheHostAndResumes) {
   const fs::path dir = testing::fresh_dir("cluster_cut");
-  const std::string train = kMpirun + DDPSCOPE_BINARY +
-                            " train --num-nodes 2 --progress-bar off --checkpoint-every-n-epochs 1 --version 0";
+  const std::string train =
+      kMpirun + DDPSCOPE_BINARY + " train --num-nodes 2 --progress-bar off --checkpoint-every-n-epochs 1 --version 0";
   const std::string cut = "(sleep 8; " + kScript + " cut 2; date +%s.%N > cut_at) & ";
   const auto run =
       testing::run_command("{ " + cut + train + " --max-epochs 100000; echo $? > rc; date +%s.%N > end_at; }", dir);
@@ -116,8 +116,9 @@ TEST_F(LocalCluster, SlowedLinkShowsInCommWaitAndTheJobFinishes) {
                             " train --num-nodes 2 --progress-bar off --max-epochs 1000 --max-steps 40"
                             " --dataset-size 1280 --checkpoint-every-n-epochs 1 --version 0";
   const std::string first_epoch = "ddpscope_logs/version_0/checkpoints/epoch=0-step=*.safetensors";
-  const std::string slow = "(for i in $(seq 600); do ls " + first_epoch + " >/dev/null 2>&1 && break; sleep 0.05; done; " +
-                           kScript + " shape 2 20mbit; ls " + first_epoch + " > shaped_after) & ";
+  const std::string slow = "(for i in $(seq 600); do ls " + first_epoch +
+                           " >/dev/null 2>&1 && break; sleep 0.05; done; " + kScript + " shape 2 20mbit; ls " +
+                           first_epoch + " > shaped_after) & ";
   const auto run = testing::run_command("{ " + slow + train + "; echo $? > rc; wait; }", dir);
   ASSERT_EQ(std::stoi(testing::read_text(dir / "rc")), 0) << run.err;
   ASSERT_FALSE(testing::read_text(dir / "shaped_after").empty()) << "the first epoch never finished";
@@ -178,7 +179,8 @@ TEST_F(LocalCluster, DoctorComparesOneDeviceWithTwoHosts) {
   const fs::path dir = testing::fresh_dir("cluster_doctor");
   const auto run = testing::run_command("ip netns exec ddpscope-login " + std::string(DDPSCOPE_BINARY) +
                                             " doctor --devices 1,2 --num-nodes 2 --max-epochs 2 --dataset-size 1024"
-                                            " --mpirun-args \"$(" + kScript + " options)\"",
+                                            " --mpirun-args \"$(" +
+                                            kScript + " options)\"",
                                         dir);
   ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
   const fs::path root = dir / "ddpscope_logs/version_0";
@@ -186,7 +188,8 @@ TEST_F(LocalCluster, DoctorComparesOneDeviceWithTwoHosts) {
   EXPECT_EQ(two["hosts"], nlohmann::json({"ddpscope-h1", "ddpscope-h2"}));
   const nlohmann::json doctor = nlohmann::json::parse(testing::read_text(root / "doctor.json"));
   EXPECT_FALSE(doctor["allreduce_probe"].empty()) << run.out;
-  EXPECT_NE(run.out.find("Every mpirun started here took: --allow-run-as-root --hostfile"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("Every mpirun started here took: --allow-run-as-root --hostfile"), std::string::npos)
+      << run.out;
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 #include <numeric>
 #include <vector>
 
+#include "data/teacher_dataset.h"
 #include "ddpscope/error.h"
 #include "ddpscope/random.h"
-#include "data/teacher_dataset.h"
 
 namespace ddp {
 namespace {
@@ -238,8 +238,7 @@ class CsvDatasetTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ddpscope_csv_" + std::to_string(::getpid()) + "_" + info->name());
+    dir_ = std::filesystem::temp_directory_path() / ("ddpscope_csv_" + std::to_string(::getpid()) + "_" + info->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }

@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "ddpscope/error.h"
 #include "data/sampler.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {

@@ -38,7 +38,8 @@ std::vector<pid_t> find_processes(const std::string& marker, const std::string& 
     const pid_t pid = std::stoi(name);
     if (pid == getpid()) continue;
     if (read_nul_separated(entry.path() / "cmdline").find(marker) == std::string::npos) continue;
-    if (!env.empty() && read_nul_separated(entry.path() / "environ").find("\n" + env + "\n") == std::string::npos) continue;
+    if (!env.empty() && read_nul_separated(entry.path() / "environ").find("\n" + env + "\n") == std::string::npos)
+      continue;
     const std::string stat = testing::read_text(entry.path() / "stat");
     const std::size_t paren = stat.rfind(')');
     if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z') continue;

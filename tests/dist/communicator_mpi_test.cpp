@@ -1,7 +1,7 @@
 // Runs under mpirun with 2 and 3 ranks (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
-#include "dist/mpi_c.h"
 #include <unistd.h>
+#include "dist/mpi_c.h"
 
 #include <chrono>
 #include <csignal>
@@ -34,11 +34,13 @@ TEST(MpiCommunicator, AllreduceSumsFloatsAndDoublesInPlace) {
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{134657}}) {
     std::vector<float> f(n);
     std::vector<double> d(n);
-    for (std::size_t i = 0; i < n; ++i) f[i] = static_cast<float>(r + 1) + static_cast<float>(i % 100), d[i] = 0.5 * r + i;
+    for (std::size_t i = 0; i < n; ++i)
+      f[i] = static_cast<float>(r + 1) + static_cast<float>(i % 100), d[i] = 0.5 * r + i;
     comm->allreduce_sum(std::span<float>(f));
     comm->allreduce_sum(std::span<double>(d));
     for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(f[i], static_cast<float>(w * (w + 1) / 2) + static_cast<float>(w * (i % 100))) << "n=" << n << " i=" << i;
+      ASSERT_EQ(f[i], static_cast<float>(w * (w + 1) / 2) + static_cast<float>(w * (i % 100)))
+          << "n=" << n << " i=" << i;
       ASSERT_EQ(d[i], 0.25 * w * (w - 1) + static_cast<double>(w) * i);
     }
   }
@@ -100,7 +102,8 @@ TEST(MpiCommunicator, BroadcastCopiesTheRootsBytesFromAnyRoot) {
   auto comm = make_mpi_communicator();
   for (int root : {0, comm->size() - 1}) {
     std::vector<std::byte> bytes(1001);
-    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = std::byte(static_cast<unsigned char>(i * 7 + comm->rank()));
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = std::byte(static_cast<unsigned char>(i * 7 + comm->rank()));
     comm->broadcast(bytes, root);
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       ASSERT_EQ(bytes[i], std::byte(static_cast<unsigned char>(i * 7 + root)));
@@ -159,8 +162,10 @@ TEST(MpiCommunicator, RejectsABadTimeoutInTheEnvironment) {
   } catch (const UsageError& e) {
     EXPECT_STREQ(e.what(), "DDPSCOPE_COMM_TIMEOUT_S='soon' is not a number of seconds in (0, 1e6]");
   }
-  if (saved) setenv("DDPSCOPE_COMM_TIMEOUT_S", keep.c_str(), 1);
-  else unsetenv("DDPSCOPE_COMM_TIMEOUT_S");
+  if (saved)
+    setenv("DDPSCOPE_COMM_TIMEOUT_S", keep.c_str(), 1);
+  else
+    unsetenv("DDPSCOPE_COMM_TIMEOUT_S");
 }
 
 // Not run by ctest (an aborted job cannot report success): tests/dist/fault_test.cpp runs
@@ -177,7 +182,8 @@ TEST(FaultScenario, DISABLED_Rank1FailsBeforeAnAllreduce) {
   if (comm->rank() == 1) {
     if (fault == "stop") raise(SIGSTOP);
     if (fault == "kill") raise(SIGKILL);
-    if (fault == "spin") for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (fault == "spin")
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   comm->allreduce_sum(std::span<float>(grads));
   ADD_FAILURE() << "the allreduce returned without rank 1";

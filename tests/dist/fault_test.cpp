@@ -50,7 +50,8 @@ void expect_no_survivors(const FaultRun& run, int ranks) {
     const std::string text = testing::read_text(run.dir / ("rank" + std::to_string(r) + ".pid"));
     ASSERT_FALSE(text.empty()) << "rank " << r << " never started";
     const pid_t pid = std::stoi(text);
-    for (int tries = 0; tries < 20 && is_running(pid); ++tries) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int tries = 0; tries < 20 && is_running(pid); ++tries)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     EXPECT_FALSE(is_running(pid)) << "rank " << r << " (pid " << pid << ") is still running";
   }
 }
@@ -61,7 +62,7 @@ TEST(Fault, StoppedRankEndsTheJobWithCode4NamingIt) {
     EXPECT_EQ(run.result.exit_code, 4) << run.result.err;
     EXPECT_LT(run.seconds, 30.0);
     EXPECT_NE(run.result.err.find("allreduce made no progress for 3 s; rank(s) 1 (on " + testing::this_host() +
-                                        ") stopped responding (hung, killed or cut off)"),
+                                  ") stopped responding (hung, killed or cut off)"),
               std::string::npos)
         << run.result.err;
     expect_no_survivors(run, ranks);
@@ -72,9 +73,9 @@ TEST(Fault, RankHungOutsideCommunicationEndsTheJobWithCode4NamingIt) {
   const FaultRun run = run_fault("spin", 2);
   EXPECT_EQ(run.result.exit_code, 4) << run.result.err;
   EXPECT_LT(run.seconds, 30.0);
-  EXPECT_NE(run.result.err.find("ddpscope: error: rank 0: allreduce made no progress for 3 s; rank(s) 1 (on " +
-                                testing::this_host() +
-                                ") stopped responding (hung or killed): still running but never reached this allreduce"),
+  EXPECT_NE(run.result.err.find(
+                "ddpscope: error: rank 0: allreduce made no progress for 3 s; rank(s) 1 (on " + testing::this_host() +
+                ") stopped responding (hung or killed): still running but never reached this allreduce"),
             std::string::npos)
       << run.result.err;
   expect_no_survivors(run, 2);

@@ -134,9 +134,9 @@ TEST(LauncherFault, VerboseShowsOpenMpisOwnText) {
 
 TEST(LauncherOutput, RankZerosProgressBarReachesATerminal) {
   // script(1) gives the launcher a terminal; the ranks write to mpirun's pipe.
-  const auto result = run_command(
-      "script -qec \"" + kBinary + " train --devices 2 --max-epochs 3 --dataset-size 256\" /dev/null", 
-      fresh_dir("launcher_progress"));
+  const auto result =
+      run_command("script -qec \"" + kBinary + " train --devices 2 --max-epochs 3 --dataset-size 256\" /dev/null",
+                  fresh_dir("launcher_progress"));
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("Epoch 3/3 ["), std::string::npos) << result.out;
 }

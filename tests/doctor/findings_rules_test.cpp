@@ -89,9 +89,7 @@ const Finding* titled(const std::vector<Finding>& findings, const std::string& p
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-TEST(FindingsRules, APerfectlyScalingPairHasNoFinding) {
-  EXPECT_TRUE(Pair().findings().empty());
-}
+TEST(FindingsRules, APerfectlyScalingPairHasNoFinding) { EXPECT_TRUE(Pair().findings().empty()); }
 
 // --- a habit, measured in its own phase by an ablation without it
 
@@ -121,9 +119,11 @@ TEST(FindingsRules, AHabitCostingMoreThanItsThresholdIsFoundWithItsPhaseTime) {
   const Finding& f = findings[0];
   EXPECT_NEAR(f.cost_seconds, 0.8, 1e-12);  // 1.0 s of monitor phase down to 0.2 s
   EXPECT_NEAR(f.share_of_wall, 0.08, 1e-12);
-  EXPECT_EQ(f.title, "Probing the device every micro-batch costs 8.00 ms per optimizer step on each rank: 8 % of the run "
-                     "at 1 device");
-  EXPECT_TRUE(contains(f.detail, "the monitor phase took 1.000 s; with monitor-background it took 0.200 s")) << f.detail;
+  EXPECT_EQ(f.title,
+            "Probing the device every micro-batch costs 8.00 ms per optimizer step on each rank: 8 % of the run "
+            "at 1 device");
+  EXPECT_TRUE(contains(f.detail, "the monitor phase took 1.000 s; with monitor-background it took 0.200 s"))
+      << f.detail;
   EXPECT_EQ(f.fix, "Use --monitor-mode background.");
   EXPECT_EQ(f.evidence, (std::vector<std::string>{"devices=1", "devices=1 monitor-background"}));
 }
@@ -307,7 +307,7 @@ TEST(FindingsRules, FixedCostsWithinTheirShareAreNotFound) {
 
 TEST(FindingsRules, FindingsAreRankedByCostLargestFirst) {
   Pair p;
-  set_every_rank_phase(p.two, "startup", 0.3);  // 0.2 s
+  set_every_rank_phase(p.two, "startup", 0.3);     // 0.2 s
   set_every_rank_phase(p.two, "comm_wait", 0.35);  // 0.35 s
   const std::vector<Finding> findings = p.findings();
   ASSERT_EQ(findings.size(), 2u);

@@ -37,10 +37,21 @@ ModelParameters model() {
 nlohmann::json doctor_json() {
   return {{"schema", "ddpscope.doctor/1"},
           {"config",
-           {{"input_dim", 10}, {"hidden_size", 256}, {"hidden_layers", 3}, {"output_dim", 1}, {"dataset_size", 5000},
-            {"batch_size", 256}, {"max_epochs", 200}, {"accumulate_grad_batches", 3}, {"check_val_every_n_epoch", 1},
-            {"limit_train_batches", 1.0}, {"log_every_n_steps", 50}, {"devices", 3}, {"bucket_cap_mb", 25},
-            {"sync_every_micro_batch", false}, {"monitor_mode", "per-step"}}},
+           {{"input_dim", 10},
+            {"hidden_size", 256},
+            {"hidden_layers", 3},
+            {"output_dim", 1},
+            {"dataset_size", 5000},
+            {"batch_size", 256},
+            {"max_epochs", 200},
+            {"accumulate_grad_batches", 3},
+            {"check_val_every_n_epoch", 1},
+            {"limit_train_batches", 1.0},
+            {"log_every_n_steps", 50},
+            {"devices", 3},
+            {"bucket_cap_mb", 25},
+            {"sync_every_micro_batch", false},
+            {"monitor_mode", "per-step"}}},
           {"runs", nlohmann::json::array()},
           {"model", to_json(model())}};
 }
@@ -74,8 +85,8 @@ TEST(PredictCommand, PrintsTheModelsWallTimePhasesAndBreakEven) {
   EXPECT_NE(r.out.find("Per rank and epoch: 1667 samples, 7 micro-batches, 3 optimizer steps, 3 gradient syncs"),
             std::string::npos)
       << r.out;
-  for (const char* phase : {"startup", "data", "forward", "backward", "comm_wait", "optimizer", "validation",
-                            "logging", "monitor", "other", "wall"}) {
+  for (const char* phase : {"startup", "data", "forward", "backward", "comm_wait", "optimizer", "validation", "logging",
+                            "monitor", "other", "wall"}) {
     EXPECT_NE(r.out.find(std::string("\n") + phase + " "), std::string::npos) << phase;
   }
   const auto batch = smallest_batch_where_n_beats_one(model(), c, 3);
@@ -137,7 +148,8 @@ TEST(PredictCommand, JsonHasThePredictionAndTheBreakEvens) {
   c.accumulate_grad_batches = 3;
   const Prediction p = predict(model(), c);
   EXPECT_DOUBLE_EQ(j["prediction"]["wall_seconds"].get<double>(), p.wall_seconds);
-  EXPECT_DOUBLE_EQ(j["prediction"]["phases"]["comm_wait"].get<double>(), p.phases[static_cast<std::size_t>(Phase::kCommWait)]);
+  EXPECT_DOUBLE_EQ(j["prediction"]["phases"]["comm_wait"].get<double>(),
+                   p.phases[static_cast<std::size_t>(Phase::kCommWait)]);
   const auto batch = smallest_batch_where_n_beats_one(model(), c, 2);
   EXPECT_EQ(j["batch_size"]["break_even"], batch ? nlohmann::json(*batch) : nlohmann::json(nullptr));
   EXPECT_EQ(j["batch_size"]["sweep"].size(), 13u);
@@ -200,7 +212,7 @@ TEST(PredictCommand, AModelThatPredictsNoFiniteTimeExitsWithThree) {
   const testing::CommandResult r = run_command(predict_command("--from " + path), dir);
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find(path + ": \"model\" predicts a wall time of 0 s for 3 devices x batch 256; expected a finite "
-                       "time > 0"),
+                              "time > 0"),
             std::string::npos)
       << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
@@ -233,7 +245,8 @@ TEST(PredictCommand, OverridesInterconnectAndDeviceList) {
     EXPECT_NE(r.out.find(fmt::format("{:>8} {:>10.3f} {:>7.2f}x", devices, predict(model(), c).wall_seconds,
                                      predict(model(), c).speedup)),
               std::string::npos)
-        << devices << "\n" << r.out;
+        << devices << "\n"
+        << r.out;
   }
 }
 

@@ -45,11 +45,19 @@ nlohmann::json synthetic_summary(const ModelParameters& model, const WorkloadCon
   for (int r = 1; r < c.devices; ++r) ranks.push_back(other_rank);
   return {{"schema", "ddpscope.summary/1"},
           {"config",
-           {{"input_dim", c.input_dim}, {"hidden_size", c.hidden_size}, {"hidden_layers", c.hidden_layers},
-            {"output_dim", c.output_dim}, {"dataset_size", c.dataset_size}, {"batch_size", c.batch_size},
-            {"max_epochs", c.epochs}, {"accumulate_grad_batches", c.accumulate_grad_batches},
-            {"check_val_every_n_epoch", c.check_val_every_n_epoch}, {"limit_train_batches", 1.0},
-            {"log_every_n_steps", c.log_every_n_steps}, {"devices", c.devices}, {"bucket_cap_mb", c.bucket_cap_mb},
+           {{"input_dim", c.input_dim},
+            {"hidden_size", c.hidden_size},
+            {"hidden_layers", c.hidden_layers},
+            {"output_dim", c.output_dim},
+            {"dataset_size", c.dataset_size},
+            {"batch_size", c.batch_size},
+            {"max_epochs", c.epochs},
+            {"accumulate_grad_batches", c.accumulate_grad_batches},
+            {"check_val_every_n_epoch", c.check_val_every_n_epoch},
+            {"limit_train_batches", 1.0},
+            {"log_every_n_steps", c.log_every_n_steps},
+            {"devices", c.devices},
+            {"bucket_cap_mb", c.bucket_cap_mb},
             {"sync_every_micro_batch", c.sync_every_micro_batch},
             {"monitor_mode", c.monitor_per_step ? "per-step" : "background"}}},
           {"world_size", c.devices},
@@ -96,14 +104,16 @@ void expect_relative(double actual, double expected, const char* name) {
 
 void expect_same_parameters(const ModelParameters& fitted, const ModelParameters& known) {
   const nlohmann::json a = to_json(fitted), b = to_json(known);
-  for (const auto& [name, value] : b.items()) expect_relative(a.at(name).get<double>(), value.get<double>(), name.c_str());
+  for (const auto& [name, value] : b.items())
+    expect_relative(a.at(name).get<double>(), value.get<double>(), name.c_str());
 }
 
 TEST(AllreduceFit, RecoversAlphaAndBetaExactly) {
   const double alpha = 0.4e-6, beta = 8e9;
   std::vector<AllreducePoint> points;
   for (int ranks : {2, 3, 4, 8}) {
-    for (double bytes = 4; bytes <= 8e6; bytes *= 4) points.push_back({ranks, bytes, ring_allreduce_seconds(ranks, bytes, alpha, beta)});
+    for (double bytes = 4; bytes <= 8e6; bytes *= 4)
+      points.push_back({ranks, bytes, ring_allreduce_seconds(ranks, bytes, alpha, beta)});
   }
   const AllreduceFit fit = fit_allreduce(points);
   expect_relative(fit.alpha_seconds, alpha, "alpha");
@@ -175,7 +185,8 @@ TEST(ScalingModel, PhasesSumToTheWallAndOneDeviceDoesNotCommunicate) {
   // comm_wait: 600 syncs of one 538,628 B bucket, plus 3 % of the compute.
   const double sync = ring_allreduce_seconds(3, 538628, m.alpha_seconds, m.beta_bytes_per_second);
   EXPECT_DOUBLE_EQ(p.allreduce_seconds_per_sync, sync);
-  const double compute = p.phases[static_cast<std::size_t>(Phase::kForward)] + p.phases[static_cast<std::size_t>(Phase::kBackward)];
+  const double compute =
+      p.phases[static_cast<std::size_t>(Phase::kForward)] + p.phases[static_cast<std::size_t>(Phase::kBackward)];
   EXPECT_NEAR(p.phases[static_cast<std::size_t>(Phase::kCommWait)], 600 * sync + 0.03 * compute, 1e-12);
   EXPECT_DOUBLE_EQ(p.phases[static_cast<std::size_t>(Phase::kStartup)], m.startup_seconds + m.launch_seconds);
   EXPECT_EQ(p.phases[static_cast<std::size_t>(Phase::kMonitor)], 0.0);  // background monitor
@@ -196,8 +207,10 @@ TEST(ScalingModel, OtherInterconnectsChangeCommunicationAndDropContention) {
   const Prediction fast = predict(m, c);
   c.interconnect = "10gbe";
   const Prediction slow = predict(m, c);
-  EXPECT_GT(slow.phases[static_cast<std::size_t>(Phase::kCommWait)], fast.phases[static_cast<std::size_t>(Phase::kCommWait)]);
-  EXPECT_DOUBLE_EQ(slow.phases[static_cast<std::size_t>(Phase::kForward)], fast.phases[static_cast<std::size_t>(Phase::kForward)]);
+  EXPECT_GT(slow.phases[static_cast<std::size_t>(Phase::kCommWait)],
+            fast.phases[static_cast<std::size_t>(Phase::kCommWait)]);
+  EXPECT_DOUBLE_EQ(slow.phases[static_cast<std::size_t>(Phase::kForward)],
+                   fast.phases[static_cast<std::size_t>(Phase::kForward)]);
   // Ranks on this machine share it: their compute is slower by the contention.
   c.interconnect = "measured";
   const Prediction measured = predict(m, c);
@@ -233,9 +246,11 @@ TEST(ScalingModel, FitOfOneRunPutsComputeIntoTheRate) {
   const ModelParameters fitted = fit_model({summary}, AllreduceFit{});
   EXPECT_EQ(fitted.fixed_seconds_per_step, 0.0);
   const Prediction p = predict(fitted, c);
-  const double measured = summary["phases_per_rank"][0]["forward"].get<double>() + summary["phases_per_rank"][0]["backward"].get<double>();
-  expect_relative(p.phases[static_cast<std::size_t>(Phase::kForward)] + p.phases[static_cast<std::size_t>(Phase::kBackward)],
-                  measured, "compute");
+  const double measured =
+      summary["phases_per_rank"][0]["forward"].get<double>() + summary["phases_per_rank"][0]["backward"].get<double>();
+  expect_relative(
+      p.phases[static_cast<std::size_t>(Phase::kForward)] + p.phases[static_cast<std::size_t>(Phase::kBackward)],
+      measured, "compute");
   expect_relative(p.wall_seconds, summary["wall_seconds"].get<double>(), "wall");  // one run: reproduced exactly
   EXPECT_EQ(fitted.launch_seconds, 0.0);
   EXPECT_EQ(fitted.jitter_fraction, 0.0);
@@ -283,8 +298,8 @@ TEST(ScalingModel, JsonRoundTripAndErrors) {
   for (const char* name : {"alpha_seconds", "beta_bytes_per_second", "flops_per_second", "fixed_seconds_per_step",
                            "fixed_seconds_per_epoch", "startup_seconds", "launch_seconds", "val_flops_per_second",
                            "val_fixed_seconds_per_batch", "data_seconds_per_micro_batch", "data_seconds_per_sample",
-                           "optimizer_seconds_per_step", "optimizer_seconds_per_parameter",
-                           "logging_seconds_per_event", "monitor_seconds_per_micro_batch", "jitter_fraction"}) {
+                           "optimizer_seconds_per_step", "optimizer_seconds_per_parameter", "logging_seconds_per_event",
+                           "monitor_seconds_per_micro_batch", "jitter_fraction"}) {
     EXPECT_TRUE(j.contains(name)) << name;
   }
   EXPECT_EQ(to_json(model_from_json(nlohmann::json::parse(j.dump()))), j);
@@ -369,8 +384,9 @@ TEST(ScalingModel, RequiresAFinitePositivePrediction) {
     require_finite_prediction(huge, c);
     FAIL() << "expected DataError";
   } catch (const DataError& e) {
-    EXPECT_EQ(std::string(e.what()), "\"model\" predicts a wall time of inf s for 2 devices x batch 256; expected a "
-                                     "finite time > 0 (write the model with 'ddpscope doctor')");
+    EXPECT_EQ(std::string(e.what()),
+              "\"model\" predicts a wall time of inf s for 2 devices x batch 256; expected a "
+              "finite time > 0 (write the model with 'ddpscope doctor')");
   }
   EXPECT_THROW(require_finite_prediction(ModelParameters{}, c), DataError);
 }

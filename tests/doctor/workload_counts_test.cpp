@@ -4,8 +4,8 @@
 
 #include <numeric>
 
-#include "ddpscope/error.h"
 #include "ddpscope/config.h"
+#include "ddpscope/error.h"
 #include "train/options.h"
 #include "train/run_summary.h"
 
@@ -21,7 +21,7 @@ WorkloadConfig seed(int devices, int64_t accumulate) {
 
 TEST(WorkloadCounts, SeedOnThreeDevicesPadsAndStepsOnTheLastBatch) {
   const WorkloadCounts n = count_workload(seed(3, 3));
-  EXPECT_EQ(n.samples_per_rank, 1667);  // ceil(5000 / 3), the sampler pads by one sample
+  EXPECT_EQ(n.samples_per_rank, 1667);      // ceil(5000 / 3), the sampler pads by one sample
   EXPECT_EQ(n.micro_batches_per_epoch, 7);  // 6 of 256 and one of 131
   EXPECT_EQ(n.train_samples_per_epoch, 1667);
   EXPECT_EQ(1667 - 6 * 256, 131);
@@ -118,15 +118,25 @@ TEST(WorkloadCounts, RejectsOutOfRangeConfigurations) {
 }
 
 TEST(WorkloadCounts, ReadsASummary) {
-  const nlohmann::json summary = {
-      {"schema", "ddpscope.summary/1"},
-      {"world_size", 3},
-      {"epochs", 4},
-      {"config",
-       {{"input_dim", 10}, {"hidden_size", 128}, {"hidden_layers", 2}, {"output_dim", 1}, {"dataset_size", 1000},
-        {"batch_size", 64}, {"max_epochs", 200}, {"accumulate_grad_batches", 3}, {"check_val_every_n_epoch", 1},
-        {"limit_train_batches", 1.0}, {"log_every_n_steps", 50}, {"devices", "auto"}, {"bucket_cap_mb", 25},
-        {"sync_every_micro_batch", false}, {"monitor_mode", "per-step"}}}};
+  const nlohmann::json summary = {{"schema", "ddpscope.summary/1"},
+                                  {"world_size", 3},
+                                  {"epochs", 4},
+                                  {"config",
+                                   {{"input_dim", 10},
+                                    {"hidden_size", 128},
+                                    {"hidden_layers", 2},
+                                    {"output_dim", 1},
+                                    {"dataset_size", 1000},
+                                    {"batch_size", 64},
+                                    {"max_epochs", 200},
+                                    {"accumulate_grad_batches", 3},
+                                    {"check_val_every_n_epoch", 1},
+                                    {"limit_train_batches", 1.0},
+                                    {"log_every_n_steps", 50},
+                                    {"devices", "auto"},
+                                    {"bucket_cap_mb", 25},
+                                    {"sync_every_micro_batch", false},
+                                    {"monitor_mode", "per-step"}}}};
   const WorkloadConfig w = workload_from_summary(summary);
   EXPECT_EQ(w.devices, 3);
   EXPECT_EQ(w.epochs, 4);  // what completed, not max_epochs

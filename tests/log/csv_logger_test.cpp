@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "support/file_size_limit.h"
 #include <sys/resource.h>
 #include <unistd.h>
+#include "support/file_size_limit.h"
 
 #include <csignal>
 #include <cstdio>
@@ -89,8 +89,7 @@ TEST_F(CsvLoggerTest, UnwritableFolderIsAnErrorNamingTheFile) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kOther);
     const std::string message = e.what();
-    EXPECT_NE(message.find("cannot create '" + (not_a_folder / "metrics.csv").string()), std::string::npos)
-        << message;
+    EXPECT_NE(message.find("cannot create '" + (not_a_folder / "metrics.csv").string()), std::string::npos) << message;
   }
 }
 

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "support/file_size_limit.h"
 #include <sys/resource.h>
 #include <unistd.h>
+#include "support/file_size_limit.h"
 
 #include <cmath>
 #include <csignal>

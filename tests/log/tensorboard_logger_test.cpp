@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "support/file_size_limit.h"
 #include <sys/resource.h>
 #include <unistd.h>
+#include "support/file_size_limit.h"
 
 #include <bit>
 #include <chrono>
@@ -77,9 +77,7 @@ struct RawField {
 // prints a length-delimited field as a nested message whenever its bytes happen to parse as
 // one, so the tags in these tests start with letters that cannot ('t', 'v', 'd', 'n').
 std::vector<RawField> decode_raw(const std::string& payload, const fs::path& scratch) {
-  {
-    std::ofstream(scratch, std::ios::binary) << payload;
-  }
+  { std::ofstream(scratch, std::ios::binary) << payload; }
   const std::string command = "protoc --decode_raw < '" + scratch.string() + "'";
   FILE* pipe = ::popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr);

@@ -19,8 +19,7 @@ struct Reference {
   std::vector<LinearLayout> layers;
   std::vector<double> params;
 
-  explicit Reference(const Mlp& mlp)
-      : layers(mlp.layers()), params(mlp.params().begin(), mlp.params().end()) {}
+  explicit Reference(const Mlp& mlp) : layers(mlp.layers()), params(mlp.params().begin(), mlp.params().end()) {}
 
   // x is (b, in0); returns (b, out_last).
   std::vector<double> forward(const std::vector<double>& x, int64_t b) const {
@@ -205,8 +204,8 @@ struct GradCase {
 };
 
 void PrintTo(const GradCase& c, std::ostream* os) {
-  *os << "shape (" << c.shape.input_dim << ", " << c.shape.hidden_size << " x " << c.shape.hidden_layers
-      << ", " << c.shape.output_dim << ") batch " << c.batch;
+  *os << "shape (" << c.shape.input_dim << ", " << c.shape.hidden_size << " x " << c.shape.hidden_layers << ", "
+      << c.shape.output_dim << ") batch " << c.batch;
 }
 
 class MlpGradient : public ::testing::TestWithParam<GradCase> {};
@@ -242,17 +241,16 @@ TEST_P(MlpGradient, LossAndEveryGradientMatchFiniteDifferences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, MlpGradient,
-    ::testing::Values(GradCase{MlpShape{4, 8, 2, 3}, 1}, GradCase{MlpShape{4, 8, 2, 3}, 5},
-                      GradCase{MlpShape{4, 8, 2, 3}, 17}, GradCase{MlpShape{5, 7, 1, 2}, 5},
-                      GradCase{MlpShape{6, 9, 0, 2}, 5}, GradCase{MlpShape{3, 16, 3, 1}, 17}),
-    [](const ::testing::TestParamInfo<GradCase>& info) {
-      const MlpShape& s = info.param.shape;
-      return "in" + std::to_string(s.input_dim) + "_h" + std::to_string(s.hidden_size) + "x" +
-             std::to_string(s.hidden_layers) + "_out" + std::to_string(s.output_dim) + "_b" +
-             std::to_string(info.param.batch);
-    });
+INSTANTIATE_TEST_SUITE_P(Shapes, MlpGradient,
+                         ::testing::Values(GradCase{MlpShape{4, 8, 2, 3}, 1}, GradCase{MlpShape{4, 8, 2, 3}, 5},
+                                           GradCase{MlpShape{4, 8, 2, 3}, 17}, GradCase{MlpShape{5, 7, 1, 2}, 5},
+                                           GradCase{MlpShape{6, 9, 0, 2}, 5}, GradCase{MlpShape{3, 16, 3, 1}, 17}),
+                         [](const ::testing::TestParamInfo<GradCase>& info) {
+                           const MlpShape& s = info.param.shape;
+                           return "in" + std::to_string(s.input_dim) + "_h" + std::to_string(s.hidden_size) + "x" +
+                                  std::to_string(s.hidden_layers) + "_out" + std::to_string(s.output_dim) + "_b" +
+                                  std::to_string(info.param.batch);
+                         });
 
 // forward + loss + backward of one batch into mlp's (accumulating) gradients.
 void train_step(Mlp& mlp, Workspace& work, const std::vector<float>& x, const std::vector<float>& target, int64_t b,
@@ -333,8 +331,7 @@ TEST(Mlp, SmallerBatchesReuseTheBuffers) {
   const Reference ref(mlp);
   for (int64_t b : {32, 3, 32, 1}) {
     const float* y = mlp.forward(x.data(), b, work);
-    const std::vector<double> expected =
-        ref.forward(to_double(std::vector<float>(x.begin(), x.begin() + b * 10)), b);
+    const std::vector<double> expected = ref.forward(to_double(std::vector<float>(x.begin(), x.begin() + b * 10)), b);
     for (int64_t i = 0; i < b; ++i) ASSERT_NEAR(y[i], expected[i], 1e-5 + 1e-4 * std::abs(expected[i]));
   }
 }

@@ -164,7 +164,8 @@ TEST(GpuUnavailableTest, MonitorAndProbeSayItOnceAndGoOn) {
   }
   const std::string err = testing::internal::GetCapturedStderr();
 
-  const std::string message = "ddpscope: warning: GPU metrics are unavailable: cannot load /nonexistent/libnvidia-ml.so.1";
+  const std::string message =
+      "ddpscope: warning: GPU metrics are unavailable: cannot load /nonexistent/libnvidia-ml.so.1";
   const std::size_t first = err.find(message);
   ASSERT_NE(first, std::string::npos) << err;
   EXPECT_EQ(err.find("GPU metrics are unavailable", first + message.size()), std::string::npos) << err;

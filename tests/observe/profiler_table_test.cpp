@@ -28,8 +28,7 @@ TEST(ProfilerTable, NamesTheSlowestRankOnlyBeyondTenPercent) {
   const std::string table = profiler_table({phases(1.0, 2.0, 10), phases(1.25, 2.1, 10)}, 4.0);
   EXPECT_NE(table.find("min (s) |   max (s) | straggler"), std::string::npos) << table;
   const auto forward = table.substr(table.find("forward"));
-  EXPECT_NE(forward.substr(0, forward.find('\n')).find("rank 1 (+25 % over the fastest)"), std::string::npos)
-      << table;
+  EXPECT_NE(forward.substr(0, forward.find('\n')).find("rank 1 (+25 % over the fastest)"), std::string::npos) << table;
   const auto backward = table.substr(table.find("backward"));
   EXPECT_EQ(backward.substr(0, backward.find('\n')).find("rank"), std::string::npos) << table;  // 5 %: not named
 }

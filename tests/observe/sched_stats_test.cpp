@@ -84,9 +84,9 @@ TEST(ParseStealTicksTest, RejectsMissingCoresAndMalformedLines) {
   const std::vector<int> core0{0}, core7{7}, none{};
   EXPECT_FALSE(parse_steal_ticks(kProcStat, core7).has_value());
   EXPECT_FALSE(parse_steal_ticks(kProcStat, none).has_value());
-  for (const std::string_view text : {"", "cpu 1 2 3 4 5 6 7 8\n" /* the aggregate is not core 0 */, "cpu0",
-                                      "cpu0x 1 2 3 4 5 6 7 8\n", "cpu0 10 20 30\n", "cpu0 10 20 30 40 50 60 70 -8\n",
-                                      "cpu0 10 20 30 40 50 60 70 8z\n"}) {
+  for (const std::string_view text :
+       {"", "cpu 1 2 3 4 5 6 7 8\n" /* the aggregate is not core 0 */, "cpu0", "cpu0x 1 2 3 4 5 6 7 8\n",
+        "cpu0 10 20 30\n", "cpu0 10 20 30 40 50 60 70 -8\n", "cpu0 10 20 30 40 50 60 70 8z\n"}) {
     EXPECT_FALSE(parse_steal_ticks(text, core0).has_value()) << text;
   }
 }

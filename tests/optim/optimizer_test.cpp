@@ -31,8 +31,7 @@ std::vector<float> gradient(int t) {
 
 std::vector<float> initial_params() {
   std::vector<float> p(kParams);
-  for (std::size_t i = 0; i < kParams; ++i)
-    p[i] = static_cast<float>(std::cos(0.11 * static_cast<double>(i)));
+  for (std::size_t i = 0; i < kParams; ++i) p[i] = static_cast<float>(std::cos(0.11 * static_cast<double>(i)));
   return p;
 }
 
@@ -84,13 +83,12 @@ struct SgdReference {
 // Rounding in float grows with the size of the terms, not of the result: a parameter that
 // moved far and came back near zero carries the error of the large steps. So the tolerance
 // is relative to |expected| plus the distance the value travelled (zero for the states).
-void expect_close(std::span<const float> actual, const std::vector<double>& expected, const char* what,
-                  int step, const std::vector<double>& travelled = {}) {
+void expect_close(std::span<const float> actual, const std::vector<double>& expected, const char* what, int step,
+                  const std::vector<double>& travelled = {}) {
   ASSERT_EQ(actual.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const double magnitude = std::abs(expected[i]) + (travelled.empty() ? 0.0 : travelled[i]);
-    ASSERT_NEAR(actual[i], expected[i], 1e-5 * magnitude + 1e-9)
-        << what << "[" << i << "] after step " << step;
+    ASSERT_NEAR(actual[i], expected[i], 1e-5 * magnitude + 1e-9) << what << "[" << i << "] after step " << step;
   }
 }
 
@@ -241,10 +239,8 @@ TEST(Optimizer, InvalidHyperparametersAreUsageErrors) {
     return std::string("no error");
   };
   EXPECT_EQ(message(config_of(OptimizerKind::kAdam, -1.0, 0.0)), "--lr -1 is invalid: must be >= 0");
-  EXPECT_EQ(message(config_of(OptimizerKind::kAdamW, 0.01, -0.5)),
-            "--weight-decay -0.5 is invalid: must be >= 0");
-  EXPECT_EQ(message(config_of(OptimizerKind::kSgd, 0.01, 0.0, -0.9)),
-            "--momentum -0.9 is invalid: must be >= 0");
+  EXPECT_EQ(message(config_of(OptimizerKind::kAdamW, 0.01, -0.5)), "--weight-decay -0.5 is invalid: must be >= 0");
+  EXPECT_EQ(message(config_of(OptimizerKind::kSgd, 0.01, 0.0, -0.9)), "--momentum -0.9 is invalid: must be >= 0");
   OptimizerConfig betas = config_of(OptimizerKind::kAdam, 0.01, 0.0);
   betas.beta2 = 1.0;
   EXPECT_EQ(message(betas), "--betas (second) 1 is invalid: must be in [0, 1)");

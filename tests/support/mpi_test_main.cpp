@@ -20,7 +20,8 @@ class FailurePrinter final : public ::testing::EmptyTestEventListener {
                  result.line_number(), result.message());
   }
   void OnTestEnd(const ::testing::TestInfo& info) override {
-    if (info.result()->Failed()) std::fprintf(stderr, "[rank %d] FAILED %s.%s\n", rank_, info.test_suite_name(), info.name());
+    if (info.result()->Failed())
+      std::fprintf(stderr, "[rank %d] FAILED %s.%s\n", rank_, info.test_suite_name(), info.name());
   }
 
  private:

@@ -28,8 +28,8 @@ inline std::string read_text(const std::filesystem::path& path) {
 inline CommandResult run_command(const std::string& command, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const std::filesystem::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string full = "cd '" + dir.string() + "' && " + command + " </dev/null >'" + out.string() + "' 2>'" +
-                           err.string() + "'";
+  const std::string full =
+      "cd '" + dir.string() + "' && " + command + " </dev/null >'" + out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(full.c_str());
   CommandResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

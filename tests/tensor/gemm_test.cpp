@@ -22,9 +22,8 @@ constexpr Trans kTrans[] = {Trans::kNo, Trans::kYes};
 // row-major storage convention as gemm(). Also returns, per element, the magnitude
 // |alpha| * sum_k |a||b| + |beta||c| that float rounding error scales with.
 void naive_gemm(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, double alpha,
-                const std::vector<float>& a, int64_t lda, const std::vector<float>& b, int64_t ldb,
-                double beta, const std::vector<float>& c0, int64_t ldc, std::vector<double>& c,
-                std::vector<double>& magnitude) {
+                const std::vector<float>& a, int64_t lda, const std::vector<float>& b, int64_t ldb, double beta,
+                const std::vector<float>& c0, int64_t ldc, std::vector<double>& c, std::vector<double>& magnitude) {
   c.assign(c0.size(), 0.0);
   magnitude.assign(c0.size(), 0.0);
   for (int64_t i = 0; i < m; ++i) {
@@ -53,8 +52,8 @@ std::vector<float> random_matrix(int64_t size, std::mt19937& rng) {
 
 std::string describe(GemmBackend backend, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k) {
   return std::string(gemm_backend_name(backend)) + " trans_a=" + (ta == Trans::kYes ? "T" : "N") +
-         " trans_b=" + (tb == Trans::kYes ? "T" : "N") + " M=" + std::to_string(m) +
-         " N=" + std::to_string(n) + " K=" + std::to_string(k);
+         " trans_b=" + (tb == Trans::kYes ? "T" : "N") + " M=" + std::to_string(m) + " N=" + std::to_string(n) +
+         " K=" + std::to_string(k);
 }
 
 class GemmTest : public ::testing::Test {
@@ -86,8 +85,7 @@ TEST_F(GemmTest, MatchesFloat64ReferenceOnSeedShapes) {
             naive_gemm(ta, tb, m, n, k, kAlpha, a, lda, b, ldb, kBeta, c0, ldc, expected, magnitude);
             for (GemmBackend backend : kBackends) {
               std::vector<float> c = c0;
-              gemm_with(backend, ta, tb, m, n, k, kAlpha, a.data(), lda, b.data(), ldb, kBeta,
-                        c.data(), ldc);
+              gemm_with(backend, ta, tb, m, n, k, kAlpha, a.data(), lda, b.data(), ldb, kBeta, c.data(), ldc);
               int failures = 0;
               for (int64_t i = 0; i < m && failures < 3; ++i) {
                 for (int64_t j = 0; j < ldc && failures < 3; ++j) {
@@ -95,15 +93,15 @@ TEST_F(GemmTest, MatchesFloat64ReferenceOnSeedShapes) {
                   if (j >= n) {
                     // Padding between rows of C must be left alone.
                     if (c[at] != c0[at]) ++failures;
-                    EXPECT_EQ(c[at], c0[at]) << describe(backend, ta, tb, m, n, k)
-                                             << " wrote padding at (" << i << "," << j << ")";
+                    EXPECT_EQ(c[at], c0[at])
+                        << describe(backend, ta, tb, m, n, k) << " wrote padding at (" << i << "," << j << ")";
                     continue;
                   }
                   const double error = std::abs(c[at] - expected[at]);
                   if (error > kTolerance * magnitude[at]) ++failures;
                   EXPECT_LE(error, kTolerance * magnitude[at])
-                      << describe(backend, ta, tb, m, n, k) << " at (" << i << "," << j
-                      << "): got " << c[at] << ", want " << expected[at];
+                      << describe(backend, ta, tb, m, n, k) << " at (" << i << "," << j << "): got " << c[at]
+                      << ", want " << expected[at];
                 }
               }
             }
@@ -123,12 +121,11 @@ TEST_F(GemmTest, BetaZeroIgnoresOldContents) {
   const std::vector<float> b = random_matrix(kK * kN, rng);
   const std::vector<float> nan_c(kM * kN, std::numeric_limits<float>::quiet_NaN());
   std::vector<double> expected, magnitude;
-  naive_gemm(Trans::kNo, Trans::kNo, kM, kN, kK, 1.0, a, kK, b, kN, 0.0,
-             std::vector<float>(kM * kN, 0.0f), kN, expected, magnitude);
+  naive_gemm(Trans::kNo, Trans::kNo, kM, kN, kK, 1.0, a, kK, b, kN, 0.0, std::vector<float>(kM * kN, 0.0f), kN,
+             expected, magnitude);
   for (GemmBackend backend : kBackends) {
     std::vector<float> c = nan_c;
-    gemm_with(backend, Trans::kNo, Trans::kNo, kM, kN, kK, 1.0f, a.data(), kK, b.data(), kN, 0.0f,
-              c.data(), kN);
+    gemm_with(backend, Trans::kNo, Trans::kNo, kM, kN, kK, 1.0f, a.data(), kK, b.data(), kN, 0.0f, c.data(), kN);
     for (int64_t i = 0; i < kM * kN; ++i) {
       ASSERT_NEAR(c[i], expected[i], 1e-5 * magnitude[i]) << gemm_backend_name(backend) << " at " << i;
     }
@@ -151,14 +148,14 @@ TEST_F(GemmTest, EmptyInnerDimensionScalesC) {
 
 TEST_F(GemmTest, DispatchingGemmMatchesChosenBackend) {
   std::mt19937 rng(3);
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{256, 256, 256}, {256, 1, 256},
-                         {256, 10, 256}, {16, 256, 10}}) {
+  for (auto [m, n, k] :
+       {std::tuple<int64_t, int64_t, int64_t>{256, 256, 256}, {256, 1, 256}, {256, 10, 256}, {16, 256, 10}}) {
     const std::vector<float> a = random_matrix(m * k, rng);
     const std::vector<float> b = random_matrix(n * k, rng);
     std::vector<float> via_gemm(m * n, 0.0f), via_backend(m * n, 0.0f);
     gemm(Place::kHost, Trans::kNo, Trans::kYes, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, via_gemm.data(), n);
-    gemm_with(gemm_backend_for(m, n, k), Trans::kNo, Trans::kYes, m, n, k, 1.0f, a.data(), k,
-              b.data(), k, 0.0f, via_backend.data(), n);
+    gemm_with(gemm_backend_for(m, n, k), Trans::kNo, Trans::kYes, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f,
+              via_backend.data(), n);
     EXPECT_EQ(via_gemm, via_backend) << "M=" << m << " N=" << n << " K=" << k;
   }
 }
@@ -189,8 +186,7 @@ TEST(GemmDeathTest, LeadingDimensionTooSmallIsAnInternalError) {
   const std::vector<float> a(16), b(16);
   std::vector<float> c(16);
   for (GemmBackend backend : kBackends) {
-    EXPECT_DEATH(gemm_with(backend, Trans::kNo, Trans::kNo, 4, 4, 4, 1.0f, a.data(), 3, b.data(), 4,
-                           0.0f, c.data(), 4),
+    EXPECT_DEATH(gemm_with(backend, Trans::kNo, Trans::kNo, 4, 4, 4, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c.data(), 4),
                  "lda is smaller than A's row length");
   }
 }

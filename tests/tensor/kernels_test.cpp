@@ -13,8 +13,8 @@ namespace {
 
 // (B,O) pairs: the seed's widths, and B*O that is not a multiple of any vector width (the
 // remainder loops) or smaller than one vector.
-constexpr std::pair<int64_t, int64_t> kShapes[] = {{1, 1}, {3, 5}, {7, 13}, {16, 256}, {85, 1},
-                                                   {85, 10}, {256, 1}, {33, 257}};
+constexpr std::pair<int64_t, int64_t> kShapes[] = {{1, 1},  {3, 5},   {7, 13},  {16, 256},
+                                                   {85, 1}, {85, 10}, {256, 1}, {33, 257}};
 
 std::vector<float> random_vector(int64_t size, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);
@@ -118,10 +118,8 @@ TEST(KernelsTest, MseLossMatchesReference) {
       mse_loss_gradient(Place::kHost, pred.data(), target.data(), dpred.data(), b, o, scale);
       EXPECT_NEAR(loss, want, 1e-6 * want) << "B=" << b << " O=" << o;
       for (int64_t i = 0; i < count; ++i) {
-        const double want_grad =
-            static_cast<double>(scale) * 2.0 * (static_cast<double>(pred[i]) - target[i]) / count;
-        ASSERT_NEAR(dpred[i], want_grad, 1e-6 * std::abs(want_grad) + 1e-12)
-            << "B=" << b << " O=" << o << " at " << i;
+        const double want_grad = static_cast<double>(scale) * 2.0 * (static_cast<double>(pred[i]) - target[i]) / count;
+        ASSERT_NEAR(dpred[i], want_grad, 1e-6 * std::abs(want_grad) + 1e-12) << "B=" << b << " O=" << o << " at " << i;
       }
     }
   }

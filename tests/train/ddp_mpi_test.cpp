@@ -8,11 +8,11 @@
 #include <cmath>
 #include <numeric>
 
+#include "ddpscope/trainer.h"
 #include "dist/bucket_plan.h"
 #include "support/run_command.h"
 #include "train/regression_task.h"
 #include "train/run_summary.h"
-#include "ddpscope/trainer.h"
 
 namespace ddp {
 namespace {
@@ -43,10 +43,10 @@ Config ddp_config(const std::string& test, int devices, int64_t batch) {
   c.trainer.progress_bar = ProgressMode::kOff;
   c.trainer.logger = {};  // none
   // Each rank its own folder: the single-rank reference runs on every rank.
-  c.trainer.default_root_dir = (std::filesystem::temp_directory_path() /
-                                ("ddpscope_ddp_" + test + "_" + std::to_string(world_size()) + "_" +
-                                 std::to_string(world_rank())))
-                                   .string();
+  c.trainer.default_root_dir =
+      (std::filesystem::temp_directory_path() /
+       ("ddpscope_ddp_" + test + "_" + std::to_string(world_size()) + "_" + std::to_string(world_rank())))
+          .string();
   return c;
 }
 
@@ -164,7 +164,8 @@ TEST(Ddp, AllreduceCallsAreOptimizerStepsTimesBucketsAndEveryMicroBatchWithoutNo
   c.trainer.bucket_cap_mb = 2000.0 / (1 << 20);  // ~2 KB: several buckets
   RegressionModel probe(c);
   const std::size_t cap = static_cast<std::size_t>(c.trainer.bucket_cap_mb * (1 << 20));
-  const std::size_t buckets = plan_buckets(probe.network().layers(), cap, std::min(cap, kDefaultFirstBucketCapBytes)).size();
+  const std::size_t buckets =
+      plan_buckets(probe.network().layers(), cap, std::min(cap, kDefaultFirstBucketCapBytes)).size();
   ASSERT_GT(buckets, 2u);
 
   int64_t calls = 0;

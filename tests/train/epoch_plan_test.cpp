@@ -22,7 +22,7 @@ TEST(EpochPlan, ThreeRanksShareTheEpochWithPadding) {
 
 TEST(EpochPlan, LimitIsACountOrAFractionOfAtLeastOneBatch) {
   EXPECT_EQ(plan_epoch(100, 16, {.value = 3, .is_count = true}, 1).micro_batches, 3);
-  EXPECT_EQ(plan_epoch(100, 16, {.value = 30, .is_count = true}, 1).micro_batches, 7);  // never more than the epoch
+  EXPECT_EQ(plan_epoch(100, 16, {.value = 30, .is_count = true}, 1).micro_batches, 7);    // never more than the epoch
   EXPECT_EQ(plan_epoch(100, 16, {.value = 0.5, .is_count = false}, 1).micro_batches, 3);  // floor(7 * 0.5)
   EXPECT_EQ(plan_epoch(100, 16, {.value = 0.01, .is_count = false}, 1).micro_batches, 1);
   EXPECT_EQ(plan_epoch(100, 16, {.value = 0.5, .is_count = false}, 2).optimizer_steps, 2);

@@ -6,9 +6,9 @@
 
 #include <string>
 
+#include "ddpscope/config.h"
 #include "ddpscope/error.h"
 #include "support/run_command.h"
-#include "ddpscope/config.h"
 #include "train/options.h"
 
 namespace ddp {
@@ -117,14 +117,17 @@ TEST(RunSummary, AMissingOrMistypedFieldIsNamed) {
   EXPECT_EQ(message_for(bad), "summary.json phases_per_rank has no \"forward\"");
   bad = good;
   bad["schema"] = "ddpscope.summary/2";
-  EXPECT_EQ(message_for(bad), "summary.json field \"schema\" is \"ddpscope.summary/2\", expected \"ddpscope.summary/1\"");
+  EXPECT_EQ(message_for(bad),
+            "summary.json field \"schema\" is \"ddpscope.summary/2\", expected \"ddpscope.summary/1\"");
 }
 
 // What the trainer writes, through the command line: read and written again, byte for byte.
 void expect_same_text_after_a_round_trip(const std::string& options, const std::string& name) {
   const auto dir = testing::fresh_dir(name);
-  const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) + " train --dataset-size 64 --batch-size 16 "
-                                          "--hidden-size 8 --max-epochs 2 --progress-bar off --version 0 " + options,
+  const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
+                                          " train --dataset-size 64 --batch-size 16 "
+                                          "--hidden-size 8 --max-epochs 2 --progress-bar off --version 0 " +
+                                          options,
                                       dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string text = testing::read_text(dir / "ddpscope_logs" / "version_0" / "summary.json");

@@ -7,16 +7,16 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <sstream>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
 
 #include "ddpscope/error.h"
+#include "ddpscope/world_join.h"
 #include "support/run_command.h"
 #include "train/options.h"
 #include "train/regression_task.h"
 #include "train/run_summary.h"
-#include "ddpscope/world_join.h"
 
 namespace ddp {
 namespace {
@@ -180,8 +180,8 @@ TEST(Trainer, SummaryPhasesSumToWallTimeAndSchemaIsComplete) {
   EXPECT_TRUE(summary["final"]["val_loss"].is_number());
   const double wall = summary["wall_seconds"];
   double sum = 0;
-  for (const char* phase : {"startup", "data", "forward", "backward", "comm_wait", "optimizer", "validation",
-                            "logging", "monitor", "other"}) {
+  for (const char* phase : {"startup", "data", "forward", "backward", "comm_wait", "optimizer", "validation", "logging",
+                            "monitor", "other"}) {
     ASSERT_TRUE(summary["phases"].contains(phase)) << phase;
     sum += summary["phases"][phase].get<double>();
   }
@@ -212,8 +212,8 @@ TEST(Trainer, TeacherTrainingHalvesValidationLossWithinThirtyEpochs) {
     if (!row.at("val_loss").empty()) val_losses.push_back(std::stod(row.at("val_loss")));
   }
   ASSERT_EQ(val_losses.size(), 30u);
-  EXPECT_LT(val_losses.back(), 0.5 * val_losses.front()) << "first " << val_losses.front() << " last "
-                                                         << val_losses.back();
+  EXPECT_LT(val_losses.back(), 0.5 * val_losses.front())
+      << "first " << val_losses.front() << " last " << val_losses.back();
 }
 
 TEST(Trainer, DataWithTheWrongShapeForTheModelIsRefused) {

@@ -8,7 +8,7 @@ namespace ddp {
 
 const std::vector<Interconnect>& interconnect_presets() {
   // Each alpha and beta, its source and the arithmetic: docs/interconnects.md.
-  static const std::vector<Interconnect> presets = {
+  static const std::vector<Interconnect> kPresets = {
       {"shared-memory", 0.405e-6, 7.95e9,
        "this machine, Open MPI over shared memory (docs/performance.md: 0.81 us at 4-64 B, 7.95 GB/s busbw at 538,628 "
        "B)"},
@@ -21,7 +21,7 @@ const std::vector<Interconnect>& interconnect_presets() {
       {"10gbe", 40e-6, 1.1e9,
        "10 Gigabit Ethernet, TCP sockets (1.25 GB/s line rate, 1.1 GB/s effective; ~40 us per step)"},
   };
-  return presets;
+  return kPresets;
 }
 
 const Interconnect& find_interconnect(std::string_view name) {

@@ -50,8 +50,8 @@ std::optional<uint64_t> status_value(std::string_view line, std::string_view key
 }
 
 double ticks_to_seconds(uint64_t ticks) {
-  static const long ticks_per_second = sysconf(_SC_CLK_TCK);
-  return static_cast<double>(ticks) / static_cast<double>(ticks_per_second > 0 ? ticks_per_second : 100);
+  static const long kTicksPerSecond = sysconf(_SC_CLK_TCK);
+  return static_cast<double>(ticks) / static_cast<double>(kTicksPerSecond > 0 ? kTicksPerSecond : 100);
 }
 
 }  // namespace

@@ -25,11 +25,11 @@ constexpr int64_t kOneDnnMinRows = 16;  // M and N
 constexpr int64_t kOneDnnMinDepth = 8;  // K
 
 bool openblas_runs_avx512() {
-  static const bool avx512 = [] {
+  static const bool kAvx512 = [] {
     const std::string_view core = openblas_get_corename();
     return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
   }();
-  return avx512;
+  return kAvx512;
 }
 
 // Shapes are checked here rather than left to each library: OpenBLAS reports a bad leading

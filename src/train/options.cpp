@@ -351,8 +351,8 @@ std::string canonical(std::string_view name) {
 }  // namespace
 
 const std::vector<OptionSpec>& option_specs() {
-  static const std::vector<OptionSpec> table = make_table();
-  return table;
+  static const std::vector<OptionSpec> kTable = make_table();
+  return kTable;
 }
 
 void apply_option(Config& config, std::string_view name, const std::string& value) {

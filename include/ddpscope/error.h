@@ -73,11 +73,12 @@ std::string check_value(const T& value) {
 #define DDP_CHECK(cond, ...) ((cond) ? (void)0 : ::ddp::check_failed(#cond, __FILE__, __LINE__, "" __VA_ARGS__))
 
 // DDP_CHECK_EQ(a, b) or DDP_CHECK_EQ(a, b, "why"), and NE, LT, LE, GT, GE: the same for a
-// comparison, printing both values (each evaluated once), as glog's CHECK_EQ does.
+// comparison, printing both values (each evaluated once, and copied: an operand such as
+// std::max(1, n) returns a reference to a temporary), as glog's CHECK_EQ does.
 #define DDP_CHECK_OP(op, a, b, ...)                                                                               \
   do {                                                                                                            \
-    const auto& ddp_check_a = (a);                                                                                \
-    const auto& ddp_check_b = (b);                                                                                \
+    const auto ddp_check_a = (a);                                                                                 \
+    const auto ddp_check_b = (b);                                                                                 \
     if (!(ddp_check_a op ddp_check_b)) {                                                                          \
       ::ddp::check_op_failed(#a " " #op " " #b, ::ddp::check_value(ddp_check_a), ::ddp::check_value(ddp_check_b), \
                              __FILE__, __LINE__, "" __VA_ARGS__);                                                 \

@@ -15,10 +15,10 @@ std::vector<GradBucket> plan_buckets(const std::vector<LinearLayout>& layers, st
     // Mlp's layout: weight (out*in) then bias (out), layer after layer, no gaps.
     const std::size_t begin = layer.weight_offset;
     const std::size_t end = layer.bias_offset + static_cast<std::size_t>(layer.out);
-    DDP_CHECK(layer.bias_offset == begin + static_cast<std::size_t>(layer.in * layer.out));
+    DDP_CHECK_EQ(layer.bias_offset, begin + static_cast<std::size_t>(layer.in * layer.out));
     if (!buckets.empty()) {
       GradBucket& open = buckets.back();
-      DDP_CHECK(open.begin == end, "layers must be contiguous in the flat buffer");
+      DDP_CHECK_EQ(open.begin, end, "layers must be contiguous in the flat buffer");
       const std::size_t cap = buckets.size() == 1 ? std::min(first_cap_bytes, cap_bytes) : cap_bytes;
       if ((open.end - begin) * sizeof(float) <= cap) {
         open.begin = begin;

@@ -22,13 +22,14 @@ GradReducer::GradReducer(Communicator& comm, Mlp& model, const GradReducerOption
       buckets_(comm.size() == 1
                    ? std::vector<GradBucket>{}
                    : plan_buckets(model.layers(), options.bucket_cap_bytes, options.first_bucket_cap_bytes)) {
-  DDP_CHECK(options.bucket_cap_bytes > 0 && options.first_bucket_cap_bytes > 0);
+  DDP_CHECK_GT(options.bucket_cap_bytes, 0u);
+  DDP_CHECK_GT(options.first_bucket_cap_bytes, 0u);
   DDP_CHECK(comm.size() == 1 || (buckets_.front().end == grads_.size() && buckets_.back().begin == 0));
   in_flight_.reserve(buckets_.size());
 }
 
 void GradReducer::begin_backward(bool sync) {
-  DDP_CHECK(next_layer_ < 0, "begin_backward() before the previous synced backward's finish()");
+  DDP_CHECK_LT(next_layer_, 0, "begin_backward() before the previous synced backward's finish()");
   sync_ = sync && comm_.size() > 1;  // alone there is nothing to average
   if (!sync_) return;
   next_layer_ = num_layers_ - 1;
@@ -37,7 +38,7 @@ void GradReducer::begin_backward(bool sync) {
 
 void GradReducer::on_layer_done(int64_t layer) {
   if (!sync_) return;
-  DDP_CHECK(layer == next_layer_, "backward must report layers L-1 down to 0, each once");
+  DDP_CHECK_EQ(layer, next_layer_, "backward must report layers L-1 down to 0, each once");
   --next_layer_;
   if (!options_.overlap) return;
   const auto start = std::chrono::steady_clock::now();
@@ -57,7 +58,7 @@ void GradReducer::on_layer_done(int64_t layer) {
 
 void GradReducer::finish() {
   if (!sync_) return;
-  DDP_CHECK(next_layer_ == -1, "finish() before backward reported every layer");
+  DDP_CHECK_EQ(next_layer_, -1, "finish() before backward reported every layer");
   sync_ = false;
   const int64_t backward_end = steady_now_ns();
   if (!options_.overlap) {

@@ -181,7 +181,9 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
 
 int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch) {
   const int devices = launch.devices, threads_per_device = launch.threads_per_device;
-  DDP_CHECK(devices >= 1 && threads_per_device >= 1 && argc >= 1);
+  DDP_CHECK_GE(devices, 1);
+  DDP_CHECK_GE(threads_per_device, 1);
+  DDP_CHECK_GE(argc, 1);
   const char* launched = std::getenv("DDPSCOPE_LAUNCHED");
   if (launched != nullptr && std::string(launched) == "1") {
     throw DistributedError(

@@ -147,7 +147,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   void broadcast(std::span<std::byte> data, int root) override {
-    DDP_CHECK(root >= 0 && root < size_);
+    DDP_CHECK_GE(root, 0);
+    DDP_CHECK_LT(root, size_);
     for (std::size_t begin = 0; begin < data.size(); begin += kMaxCount) {
       const std::size_t count = std::min(kMaxCount, data.size() - begin);
       Armed armed(*watchdog_, watchdog_->begin(), "broadcast");
@@ -181,7 +182,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::unique_ptr<PendingAllreduce> start_allreduce(std::span<float> data, std::span<float> mean_of) {
-    DDP_CHECK(data.size() <= kMaxCount, "asynchronous allreduce of more than 2^30 floats");
+    DDP_CHECK_LE(data.size(), kMaxCount, "asynchronous allreduce of more than 2^30 floats");
     const int64_t number = watchdog_->begin();
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(

@@ -13,7 +13,7 @@ constexpr double kNormal95 = 1.96;
 }  // namespace
 
 Sample summarize(std::span<const double> values) {
-  DDP_CHECK(values.size() >= 2, "a standard error needs two values or more");
+  DDP_CHECK_GE(values.size(), 2u, "a standard error needs two values or more");
   double sum = 0;
   for (const double v : values) {
     DDP_CHECK(std::isfinite(v) && v > 0, "a time must be finite and positive");

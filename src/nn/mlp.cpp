@@ -21,7 +21,8 @@ const MlpShape& checked(const MlpShape& shape) {
 }
 
 void check_batch(int64_t b, const Workspace& work) {
-  DDP_CHECK(b > 0 && b <= work.max_batch(), "batch larger than the workspace was sized for");
+  DDP_CHECK_GT(b, 0, "an empty batch");
+  DDP_CHECK_LE(b, work.max_batch(), "batch larger than the workspace was sized for");
 }
 
 }  // namespace

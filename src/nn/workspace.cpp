@@ -7,7 +7,7 @@
 namespace ddp {
 
 Workspace::Workspace(const MlpShape& shape, int64_t max_batch, Place place) : max_batch_(max_batch) {
-  DDP_CHECK(max_batch > 0);
+  DDP_CHECK_GT(max_batch, 0);
   const std::vector<int64_t> widths = shape.widths();
   const int64_t max_width = *std::max_element(widths.begin(), widths.end());
   activations_.reserve(widths.size() - 1);

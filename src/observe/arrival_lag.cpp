@@ -11,7 +11,7 @@ ArrivalLags arrival_lags(std::span<const std::vector<int64_t>> arrival_ns) {
   const std::size_t world = arrival_ns.size();
   const std::size_t collectives = arrival_ns[0].size();
   for (const std::vector<int64_t>& rank : arrival_ns) {
-    DDP_CHECK(rank.size() == collectives, "ranks with different numbers of collectives");
+    DDP_CHECK_EQ(rank.size(), collectives, "ranks with different numbers of collectives");
   }
 
   ArrivalLags lags;
@@ -47,7 +47,7 @@ ArrivalLags arrival_lags(std::span<const std::vector<int64_t>> arrival_ns) {
 }
 
 std::optional<Straggler> find_straggler(const ArrivalLags& lags, int64_t steps) {
-  DDP_CHECK(steps > 0, "collectives over no step");
+  DDP_CHECK_GT(steps, 0, "collectives over no step");
   if (lags.ranks.size() < 2) return std::nullopt;
   const auto fewer_times_last = [](const RankArrival& a, const RankArrival& b) { return a.times_last < b.times_last; };
   const auto most = std::max_element(lags.ranks.begin(), lags.ranks.end(), fewer_times_last);

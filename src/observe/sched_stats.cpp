@@ -133,7 +133,7 @@ std::optional<SchedSnapshot> take_sched_snapshot(int tid) {
 }
 
 SchedDelta delta(const SchedSnapshot& before, const SchedSnapshot& after) {
-  DDP_CHECK(before.tid == after.tid, "snapshots of two threads");
+  DDP_CHECK_EQ(before.tid, after.tid, "snapshots of two threads");
   DDP_CHECK(after.sched.run_ns >= before.sched.run_ns && after.sched.wait_ns >= before.sched.wait_ns,
             "schedstat went backwards: snapshots out of order");
   DDP_CHECK(after.switches.voluntary >= before.switches.voluntary &&

@@ -21,7 +21,8 @@ void Adam::step(std::span<float> params, std::span<const float> grads) {
 
 void Adam::step_on_host(std::span<float> params, std::span<const float> grads) {
   const std::size_t n = exp_avg_.size();
-  DDP_CHECK(params.size() == n && grads.size() == n, "params/grads differ from the optimizer's size");
+  DDP_CHECK_EQ(params.size(), n, "params differ from the optimizer's size");
+  DDP_CHECK_EQ(grads.size(), n, "grads differ from the optimizer's size");
   ++steps_;
   // Per-step scalars in double as PyTorch computes them on the host; the loop runs in float.
   const double t = static_cast<double>(steps_);

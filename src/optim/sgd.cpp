@@ -9,7 +9,7 @@ Sgd::Sgd(const OptimizerConfig& config, std::size_t num_params, Place place)
       config_(config),
       num_params_(num_params),
       momentum_buffer_(config.momentum != 0.0 ? num_params : 0, place) {
-  DDP_CHECK(config.kind == OptimizerKind::kSgd);
+  DDP_CHECK_EQ(config.kind, OptimizerKind::kSgd);
 }
 
 void Sgd::step(std::span<float> params, std::span<const float> grads) {
@@ -22,7 +22,8 @@ void Sgd::step(std::span<float> params, std::span<const float> grads) {
 
 void Sgd::step_on_host(std::span<float> params, std::span<const float> grads) {
   const std::size_t n = num_params_;
-  DDP_CHECK(params.size() == n && grads.size() == n, "params/grads differ from the optimizer's size");
+  DDP_CHECK_EQ(params.size(), n, "params differ from the optimizer's size");
+  DDP_CHECK_EQ(grads.size(), n, "grads differ from the optimizer's size");
   const float lr = static_cast<float>(config_.lr);
   const float weight_decay = static_cast<float>(config_.weight_decay);
   float* __restrict p = params.data();

@@ -37,15 +37,17 @@ bool openblas_runs_avx512() {
 // both are our own bugs.
 void check_shape(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-  DDP_CHECK(m >= 0 && n >= 0 && k >= 0, "GEMM dimensions must be non-negative");
+  DDP_CHECK_GE(m, 0, "GEMM dimensions must be non-negative");
+  DDP_CHECK_GE(n, 0, "GEMM dimensions must be non-negative");
+  DDP_CHECK_GE(k, 0, "GEMM dimensions must be non-negative");
   DDP_CHECK(m <= kIntMax && n <= kIntMax && k <= kIntMax && lda <= kIntMax && ldb <= kIntMax && ldc <= kIntMax,
             "OpenBLAS takes 32-bit dimensions");
   // Row-major: a stored (M,K) matrix has K columns; transposed it is stored (K,M).
   const int64_t a_cols = trans_a == Trans::kYes ? m : k;
   const int64_t b_cols = trans_b == Trans::kYes ? k : n;
-  DDP_CHECK(lda >= std::max<int64_t>(1, a_cols), "lda is smaller than A's row length");
-  DDP_CHECK(ldb >= std::max<int64_t>(1, b_cols), "ldb is smaller than B's row length");
-  DDP_CHECK(ldc >= std::max<int64_t>(1, n), "ldc is smaller than C's row length");
+  DDP_CHECK_GE(lda, std::max<int64_t>(1, a_cols), "lda is smaller than A's row length");
+  DDP_CHECK_GE(ldb, std::max<int64_t>(1, b_cols), "ldb is smaller than B's row length");
+  DDP_CHECK_GE(ldc, std::max<int64_t>(1, n), "ldc is smaller than C's row length");
 }
 
 void gemm_openblas(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -62,7 +64,7 @@ void gemm_onednn(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, 
   // dnnl_sgemm is row-major, like us, so the arguments pass straight through.
   const dnnl_status_t status = dnnl_sgemm(trans_a == Trans::kYes ? 'T' : 'N', trans_b == Trans::kYes ? 'T' : 'N', m, n,
                                           k, alpha, a, lda, b, ldb, beta, c, ldc);
-  DDP_CHECK(status == dnnl_success, "dnnl_sgemm failed on arguments that passed check_shape");
+  DDP_CHECK_EQ(status, dnnl_success, "dnnl_sgemm failed on arguments that passed check_shape");
 }
 
 // C[M,N] = beta * C for an empty inner dimension. oneDNN 2.6.3 returns success without
@@ -122,7 +124,7 @@ void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int
 }
 
 void set_gemm_threads(int threads) {
-  DDP_CHECK(threads >= 1, "set_gemm_threads needs at least one thread");
+  DDP_CHECK_GE(threads, 1, "set_gemm_threads needs at least one thread");
   openblas_set_num_threads(threads);
   // oneDNN runs on OpenMP. omp_set_num_threads sets the calling thread's team size, so call
   // this from the thread that will run the GEMMs.

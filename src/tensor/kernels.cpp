@@ -12,7 +12,8 @@ namespace {
 // y is (B,O), bias is (O).
 void bias_activation_forward_on_host(float* __restrict__ y, const float* __restrict__ bias, int64_t b, int64_t o,
                                      bool relu) {
-  DDP_CHECK(b >= 0 && o >= 0);
+  DDP_CHECK_GE(b, 0);
+  DDP_CHECK_GE(o, 0);
   for (int64_t i = 0; i < b; ++i) {
     float* __restrict__ row = y + i * o;
     if (relu) {
@@ -31,14 +32,16 @@ void bias_activation_forward_on_host(float* __restrict__ y, const float* __restr
 // dy and y are (B,O). Zero where y <= 0, as torch's threshold_backward: the gradient at
 // exactly 0 is 0.
 void relu_backward_on_host(float* __restrict__ dy, const float* __restrict__ y, int64_t b, int64_t o) {
-  DDP_CHECK(b >= 0 && o >= 0);
+  DDP_CHECK_GE(b, 0);
+  DDP_CHECK_GE(o, 0);
   const int64_t count = b * o;
   for (int64_t i = 0; i < count; ++i) dy[i] = y[i] <= 0.0f ? 0.0f : dy[i];
 }
 
 // dy is (B,O), db is (O). Row by row so the inner loop runs along contiguous memory.
 void bias_grad_on_host(const float* __restrict__ dy, float* __restrict__ db, int64_t b, int64_t o) {
-  DDP_CHECK(b >= 0 && o >= 0);
+  DDP_CHECK_GE(b, 0);
+  DDP_CHECK_GE(o, 0);
   for (int64_t i = 0; i < b; ++i) {
     const float* __restrict__ row = dy + i * o;
     for (int64_t j = 0; j < o; ++j) db[j] += row[j];
@@ -46,7 +49,8 @@ void bias_grad_on_host(const float* __restrict__ dy, float* __restrict__ db, int
 }
 
 double mse_loss_on_host(const float* __restrict__ pred, const float* __restrict__ target, int64_t b, int64_t o) {
-  DDP_CHECK(b > 0 && o > 0, "the MSE of an empty batch is undefined");
+  DDP_CHECK_GT(b, 0, "the MSE of an empty batch is undefined");
+  DDP_CHECK_GT(o, 0, "the MSE of an empty batch is undefined");
   const int64_t count = b * o;
   double sum = 0.0;
 #pragma omp simd reduction(+ : sum)
@@ -62,7 +66,8 @@ double mse_loss_on_host(const float* __restrict__ pred, const float* __restrict_
 // folded into one float factor, so each element costs one subtraction and one product.
 void mse_loss_gradient_on_host(const float* __restrict__ pred, const float* __restrict__ target,
                                float* __restrict__ dpred, int64_t b, int64_t o, float scale) {
-  DDP_CHECK(b > 0 && o > 0, "the MSE of an empty batch is undefined");
+  DDP_CHECK_GT(b, 0, "the MSE of an empty batch is undefined");
+  DDP_CHECK_GT(o, 0, "the MSE of an empty batch is undefined");
   const int64_t count = b * o;
   const float grad_scale = static_cast<float>(2.0 * scale / static_cast<double>(count));
   for (int64_t i = 0; i < count; ++i) dpred[i] = grad_scale * (pred[i] - target[i]);

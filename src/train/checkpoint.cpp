@@ -161,11 +161,11 @@ void copy_in(const std::vector<Slot>& slots, const std::vector<const Tensor*>& t
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const Tensor& tensor = *tensors[i];
     const std::span<float> target = slots[i].target;
-    DDP_CHECK(static_cast<std::size_t>(tensor.numel()) == target.size(), "a checked tensor has the wrong size");
+    DDP_CHECK_EQ(static_cast<std::size_t>(tensor.numel()), target.size(), "a checked tensor has the wrong size");
     if (tensor.dtype == Dtype::kF32) {
       if (!target.empty()) std::memcpy(target.data(), tensor.bytes.data(), tensor.bytes.size());
     } else {
-      DDP_CHECK(tensor.dtype == Dtype::kF64);
+      DDP_CHECK_EQ(tensor.dtype, Dtype::kF64);
       for (std::size_t j = 0; j < target.size(); ++j) {
         double value = 0;
         std::memcpy(&value, tensor.bytes.data() + j * sizeof(double), sizeof(double));
@@ -217,7 +217,7 @@ void save_checkpoint(const std::filesystem::path& file, const Mlp& model, Optimi
   std::vector<TensorView> views;
   for (const LayerTensor& t : layers) views.emplace_back(t.name, t.shape, model.params().subspan(t.offset, t.count));
   for (const auto& [state_name, buffer] : state) {
-    DDP_CHECK(buffer.size() == model.num_params(), "optimizer state differs from the parameters' layout");
+    DDP_CHECK_EQ(buffer.size(), model.num_params(), "optimizer state differs from the parameters' layout");
     for (const LayerTensor& t : layers) {
       views.emplace_back(state_tensor_name(state_name, t.name), t.shape,
                          std::span<const float>(buffer.subspan(t.offset, t.count)));
@@ -289,7 +289,7 @@ void restore_checkpoint(const LoadedCheckpoint& checkpoint, Mlp& model, Optimize
   std::vector<Slot> slots = parameter_slots(model);
   const std::vector<LayerTensor> layers = layer_tensors(model);
   for (const auto& [state_name, buffer] : optimizer.state()) {
-    DDP_CHECK(buffer.size() == model.num_params(), "optimizer state differs from the parameters' layout");
+    DDP_CHECK_EQ(buffer.size(), model.num_params(), "optimizer state differs from the parameters' layout");
     for (const LayerTensor& t : layers)
       slots.push_back({state_tensor_name(state_name, t.name), t.shape, buffer.subspan(t.offset, t.count), owner});
   }

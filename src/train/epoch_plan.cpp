@@ -12,12 +12,15 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 int64_t samples_per_rank(int64_t dataset_size, int world_size) {
-  DDP_CHECK(dataset_size >= 0 && world_size > 0);
+  DDP_CHECK_GE(dataset_size, 0);
+  DDP_CHECK_GT(world_size, 0);
   return ceil_div(dataset_size, world_size);
 }
 
 EpochPlan plan_epoch(int64_t rank_samples, int64_t batch_size, BatchLimit limit, int64_t accumulate) {
-  DDP_CHECK(rank_samples >= 0 && batch_size > 0 && accumulate > 0);
+  DDP_CHECK_GE(rank_samples, 0);
+  DDP_CHECK_GT(batch_size, 0);
+  DDP_CHECK_GT(accumulate, 0);
   EpochPlan plan;
   plan.full_batches = ceil_div(rank_samples, batch_size);
   const int64_t limited = limit.is_count ? static_cast<int64_t>(limit.value)

@@ -11,7 +11,7 @@ LightningModule::LightningModule(const MlpShape& shape, uint64_t seed) : network
 }
 
 void LightningModule::reserve_batch(int64_t max_batch) {
-  DDP_CHECK(max_batch > 0, "reserve_batch needs a batch of at least one row");
+  DDP_CHECK_GT(max_batch, 0, "reserve_batch needs a batch of at least one row");
   if (max_batch != workspace_.max_batch()) workspace_ = Workspace(network_.shape(), max_batch, network_.place());
 }
 

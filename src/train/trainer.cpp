@@ -51,7 +51,7 @@ void check_training_loss(const Loss& loss, const Batch& batch) {
         "training_step returned a Loss without a gradient; return the Loss that mse_loss() gives, "
         "which backward starts from");
   }
-  DDP_CHECK(loss.rows() == batch.size, "the training loss is of another batch");
+  DDP_CHECK_EQ(loss.rows(), batch.size, "the training loss is of another batch");
 }
 
 GradReducerOptions reducer_options(const TrainerOptions& options) {

@@ -341,7 +341,8 @@ TEST(MlpDeathTest, BatchAboveMaxBatchIsAnInternalError) {
   Mlp mlp(MlpShape{4, 8, 1, 1});
   Workspace work(MlpShape{4, 8, 1, 1}, 4);
   const std::vector<float> x(5 * 4, 0.0f);
-  EXPECT_DEATH(mlp.forward(x.data(), 5, work), "check 'b > 0 && b <= work.max_batch\\(\\)' failed");
+  EXPECT_DEATH(mlp.forward(x.data(), 5, work),
+               "check 'b <= work.max_batch\\(\\)' failed \\(5 vs 4\\): batch larger than the workspace was sized for");
 }
 
 }  // namespace

@@ -82,7 +82,11 @@ std::string format_number(double value) {
 
 std::string svg_coord(double pixels) {
   if (!std::isfinite(pixels)) pixels = 0;
-  return strip_zeros(fmt::format("{:.1f}", pixels));
+  // A coordinate on a half tenth (71.25) comes out a bit above or below it depending on whether
+  // the compiler fused a multiply-add; rounding it away from zero explicitly makes the page the
+  // same from every build.
+  const double tenths = std::round(pixels * 10 + std::copysign(1e-6, pixels));
+  return strip_zeros(fmt::format("{:.1f}", tenths / 10 + 0.0));  // + 0.0: no "-0"
 }
 
 Scale::Scale(double lo, double hi, double from, double to, bool log2)

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
+
+#include "doctor/svg_chart.h"
 
 namespace ddp {
 namespace {
@@ -30,6 +33,20 @@ std::string element_with_id(const std::string& html, const std::string& id, cons
   if (start == std::string::npos) return "";
   const std::size_t end = html.find(closing, start);
   return html.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// The golden pages hold these digits: a coordinate on a half tenth, a bit above or below it after
+// a fused multiply-add, rounds the same way from every build.
+TEST(SvgCoord, RoundsAHalfTenthAwayFromZeroWhicheverSideOfItTheArithmeticLands) {
+  EXPECT_EQ(svg_coord(71.25), "71.3");
+  EXPECT_EQ(svg_coord(std::nextafter(71.25, 0.0)), "71.3");
+  EXPECT_EQ(svg_coord(std::nextafter(71.25, 100.0)), "71.3");
+  EXPECT_EQ(svg_coord(0.1 / 0.8 * 570), "71.3");
+  EXPECT_EQ(svg_coord(-4.05), "-4.1");
+  EXPECT_EQ(svg_coord(71.24), "71.2");
+  EXPECT_EQ(svg_coord(120.0), "120");
+  EXPECT_EQ(svg_coord(-0.01), "0");
+  EXPECT_EQ(svg_coord(std::nan("")), "0");
 }
 
 TEST(ReportHtml, IsOneCompleteDocumentWithOneInlineScript) {

@@ -12,8 +12,14 @@ packages=(
   protobuf-compiler
   python3-numpy
   chromium fonts-liberation
-  clang-14 libclang-rt-14-dev libomp-14-dev clang-format-14 clang-tidy-14
 )
+preset=${1:-release}
+# The sanitizer and fuzz stages also need clang (libFuzzer, OpenMP for clang) and the style tools
+# (scripts/check-style runs on the asan build); a release or debug build does not.
+case "$preset" in
+  release | debug) ;;
+  *) packages+=(clang-14 libclang-rt-14-dev libomp-14-dev clang-format-14 clang-tidy-14) ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -31,7 +37,6 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-preset=${1:-release}
 shift || true
 cd "$(dirname "$0")/.."
 cmake --preset "$preset" >/dev/null

@@ -45,6 +45,13 @@ class Communicator {
   virtual void allreduce_mean(std::span<float> data, Stream stream) = 0;
   // Starts one; the data holds the mean once wait() returns or test() returned true.
   virtual std::unique_ptr<PendingAllreduce> allreduce_mean_async(std::span<float> data, Stream stream) = 0;
+  // ZeRO-1's two halves of an allreduce (a ring allreduce is a reduce-scatter followed by an
+  // all-gather), over ranges: rank r owns counts[r] elements of data, in rank order, and the
+  // counts add up to data.size(). After reduce_scatter_mean this rank's range holds the mean
+  // over ranks and the rest of data is unspecified; after allgather_ranges every range holds
+  // its owner's values on every rank.
+  virtual void reduce_scatter_mean(std::span<float> data, std::span<const int> counts, Stream stream) = 0;
+  virtual void allgather_ranges(std::span<float> data, std::span<const int> counts, Stream stream) = 0;
   // Root's bytes to every rank.
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;

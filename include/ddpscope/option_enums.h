@@ -11,7 +11,7 @@
 namespace ddp {
 
 enum class Accelerator { kCpu, kCuda, kAuto };
-enum class Strategy { kAuto, kSingle, kDdp };
+enum class Strategy { kAuto, kSingle, kDdp, kDdpZero1 };  // kDdpZero1: DDP with ZeRO-1 optimizer shards
 enum class Profiler { kNone, kSimple, kTrace };
 enum class MonitorMode { kBackground, kPerStep };
 enum class ProgressMode { kAuto, kOn, kOff };  // auto: on when stderr is a terminal
@@ -27,8 +27,11 @@ struct Spelling {
 constexpr std::array<Spelling<Accelerator>, 3> spellings(Accelerator) {
   return {{{Accelerator::kCpu, "cpu"}, {Accelerator::kCuda, "cuda"}, {Accelerator::kAuto, "auto"}}};
 }
-constexpr std::array<Spelling<Strategy>, 3> spellings(Strategy) {
-  return {{{Strategy::kAuto, "auto"}, {Strategy::kSingle, "single"}, {Strategy::kDdp, "ddp"}}};
+constexpr std::array<Spelling<Strategy>, 4> spellings(Strategy) {
+  return {{{Strategy::kAuto, "auto"},
+           {Strategy::kSingle, "single"},
+           {Strategy::kDdp, "ddp"},
+           {Strategy::kDdpZero1, "ddp_zero1"}}};
 }
 constexpr std::array<Spelling<Profiler>, 3> spellings(Profiler) {
   return {{{Profiler::kNone, "none"}, {Profiler::kSimple, "simple"}, {Profiler::kTrace, "trace"}}};

@@ -45,6 +45,15 @@ struct AllreduceStats {
   double hidden_seconds = 0;
 };
 
+inline AllreduceStats operator+(AllreduceStats a, const AllreduceStats& b) {
+  a.calls += b.calls;
+  a.bytes += b.bytes;
+  a.seconds += b.seconds;
+  a.in_flight_seconds += b.in_flight_seconds;
+  a.hidden_seconds += b.hidden_seconds;
+  return a;
+}
+
 struct GradReducerOptions {
   std::size_t bucket_cap_bytes = kDefaultBucketCapBytes;  // --bucket-cap-mb * 2^20
   std::size_t first_bucket_cap_bytes = kDefaultFirstBucketCapBytes;

@@ -146,6 +146,27 @@ class MpiCommunicator final : public Communicator {
     return start_allreduce(data, data);
   }
 
+  void reduce_scatter_mean(std::span<float> data, std::span<const int> counts, Stream stream) override {
+    check_host(stream);
+    const std::vector<int> offsets = range_offsets(data, counts);
+    Armed armed(*watchdog_, watchdog_->begin(), "reduce_scatter");
+    // In place, MPI leaves this rank's reduced range at the start of the buffer.
+    check_mpi(MPI_Reduce_scatter(MPI_IN_PLACE, data.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm_),
+              "MPI_Reduce_scatter", rank_);
+    const std::span<float> mine = data.subspan(static_cast<std::size_t>(offsets[rank_]), counts[rank_]);
+    std::copy_backward(data.begin(), data.begin() + counts[rank_], mine.end());
+    scale_to_mean(mine, size_);
+  }
+
+  void allgather_ranges(std::span<float> data, std::span<const int> counts, Stream stream) override {
+    check_host(stream);
+    const std::vector<int> offsets = range_offsets(data, counts);
+    Armed armed(*watchdog_, watchdog_->begin(), "allgather");
+    check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), counts.data(), offsets.data(), MPI_FLOAT,
+                             comm_),
+              "MPI_Allgatherv", rank_);
+  }
+
   void broadcast(std::span<std::byte> data, int root) override {
     DDP_CHECK_GE(root, 0);
     DDP_CHECK_LT(root, size_);
@@ -189,6 +210,21 @@ class MpiCommunicator final : public Communicator {
         MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, comm_, &request),
         "MPI_Iallreduce", rank_);
     return std::make_unique<MpiPendingAllreduce>(request, *watchdog_, number, rank_, mean_of, size_);
+  }
+
+  // Where each rank's range starts, after checking that the ranges cover data exactly.
+  std::vector<int> range_offsets(std::span<float> data, std::span<const int> counts) const {
+    DDP_CHECK_EQ(counts.size(), static_cast<std::size_t>(size_), "one range per rank");
+    DDP_CHECK_LE(data.size(), kMaxCount, "ranges of more than 2^30 floats");
+    std::vector<int> offsets(counts.size());
+    int64_t offset = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      DDP_CHECK_GE(counts[r], 0);
+      offsets[r] = static_cast<int>(offset);
+      offset += counts[r];
+    }
+    DDP_CHECK_EQ(static_cast<std::size_t>(offset), data.size(), "the ranges do not cover the data");
+    return offsets;
   }
 
   template <typename T>

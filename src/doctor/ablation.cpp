@@ -2,7 +2,42 @@
 
 #include <fmt/format.h>
 
+#include "ddpscope/layer_layout.h"
+
 namespace ddp {
+namespace {
+
+// Bytes of optimizer state per parameter: Adam's two moments, SGD's momentum buffer.
+double state_bytes_per_parameter(const OptimizerConfig& optimizer) {
+  if (optimizer.kind == OptimizerKind::kSgd) return optimizer.momentum != 0 ? 4 : 0;
+  return 8;
+}
+
+// ZeRO-1 against plain DDP, with what it saves: the optimizer state per rank at N ranks.
+void plan_strategy_ablation(const Config& config, int max_devices, std::vector<Ablation>& out) {
+  const double state = state_bytes_per_parameter(config.optimizer) * parameter_count(config.model);
+  if (state == 0) return;  // nothing to shard
+  constexpr double kMiB = 1 << 20;
+  if (config.trainer.strategy == Strategy::kDdpZero1) {
+    out.push_back({"strategy=ddp", fmt::format("plain DDP: the whole optimizer state ({:.2f} MiB) on every rank, "
+                                               "gradients all-reduced in buckets during backward",
+                                               state / kMiB),
+                   "Sharding the optimizer state (ZeRO-1)",
+                   fmt::format("Use `--strategy ddp`: the whole optimizer state is {:.2f} MiB per rank, and "
+                               "sharding it gives up overlapping communication with backward.",
+                               state / kMiB),
+                   "comm_wait", true, [](Config& c) { c.trainer.strategy = Strategy::kDdp; }});
+    return;
+  }
+  out.push_back({"strategy=ddp_zero1",
+                 fmt::format("optimizer state sharded over the ranks (ZeRO-1): {:.2f} MiB per rank at {} devices "
+                             "instead of {:.2f} MiB; a reduce-scatter and an all-gather per optimizer step in place "
+                             "of the bucketed allreduce",
+                             state / max_devices / kMiB, max_devices, state / kMiB),
+                 "", "", "", true, [](Config& c) { c.trainer.strategy = Strategy::kDdpZero1; }});
+}
+
+}  // namespace
 
 std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
   std::vector<Ablation> out;
@@ -26,7 +61,9 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
     out.push_back({"loader-workers=0", "batches generated in the training thread, as the seed's DataLoader does", "",
                    "", "", false, [](Config& c) { c.data.loader_workers = 0; }});
   }
-  if (max_devices > 1 && t.accumulate_grad_batches > 1) {
+  // ZeRO-1 reduces once per optimizer step and never during backward: no sync or overlap to change.
+  const bool zero1 = t.strategy == Strategy::kDdpZero1;
+  if (max_devices > 1 && t.accumulate_grad_batches > 1 && !zero1) {
     if (t.sync_every_micro_batch) {
       out.push_back({"no_sync", "gradients communicated only on the micro-batch that steps the optimizer",
                      "All-reducing gradients on every micro-batch during accumulation",
@@ -37,7 +74,7 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
                      true, [](Config& c) { c.trainer.sync_every_micro_batch = true; }});
     }
   }
-  if (max_devices > 1) {
+  if (max_devices > 1 && !zero1) {
     if (t.no_overlap) {
       out.push_back({"overlap", "gradient buckets all-reduced during backward",
                      "Communicating gradients only after backward",
@@ -48,6 +85,7 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
                      [](Config& c) { c.trainer.no_overlap = true; }});
     }
   }
+  if (max_devices > 1 && !t.sync_every_micro_batch) plan_strategy_ablation(config, max_devices, out);
   for (const int64_t batch : {16, 64, 1024}) {
     if (batch == config.data.batch_size) continue;
     out.push_back({fmt::format("batch={}", batch), fmt::format("per-device batch size {}", batch), "", "", "", false,

@@ -32,7 +32,8 @@ RunRecord run_training(const std::string& executable, const Config& config, int 
   run.config.trainer.devices = devices;
   // --num-nodes H with one slot per host (the local cluster's hostfile): d < H ranks fill d hosts.
   run.config.trainer.num_nodes = std::min(devices, config.trainer.num_nodes);
-  run.config.trainer.strategy = devices > 1 ? Strategy::kDdp : Strategy::kAuto;
+  const bool zero1 = config.trainer.strategy == Strategy::kDdpZero1;
+  run.config.trainer.strategy = devices <= 1 ? Strategy::kAuto : zero1 ? Strategy::kDdpZero1 : Strategy::kDdp;
   run.epochs_full = config.trainer.max_epochs;
   run.epochs_run = epochs;
 

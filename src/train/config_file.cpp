@@ -148,6 +148,11 @@ void validate_config(const Config& c) {
     throw UsageError(
         fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp", t.devices));
   }
+  if (t.strategy == Strategy::kDdpZero1 && t.sync_every_micro_batch) {
+    throw UsageError(
+        "--sync-every-micro-batch allreduces every micro-batch's gradients, but --strategy ddp_zero1 "
+        "reduce-scatters them once per optimizer step; use --strategy ddp with it");
+  }
   check_memory(c);
 }
 

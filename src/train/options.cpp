@@ -294,7 +294,7 @@ std::vector<OptionSpec> make_table() {
       "num-nodes", "trainer", "machines (checked against the MPI world)", 1, 4096,
       [](C & c) -> auto& { return c.trainer.num_nodes; }));
   t.push_back(choice(
-      "strategy", "trainer", "auto | single | ddp", [](C & c) -> auto& { return c.trainer.strategy; }));
+      "strategy", "trainer", "auto | single | ddp | ddp_zero1", [](C & c) -> auto& { return c.trainer.strategy; }));
   t.push_back(integer(
       "threads-per-device", "trainer", "BLAS threads per rank", 1, 256,
       [](C & c) -> auto& { return c.trainer.threads_per_device; }));

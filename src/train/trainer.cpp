@@ -13,6 +13,7 @@
 #include "dist/gather.h"
 #include "dist/grad_reducer.h"
 #include "dist/launcher.h"
+#include "dist/optimizer_shard.h"
 #include "observe/phase_clock.h"
 #include "observe/trace_writer.h"
 #include "tensor/gemm.h"
@@ -114,8 +115,9 @@ class Trainer::Run {
   DataLoaderSpec val_spec_;
   std::unique_ptr<Loader> train_loader_;
   std::unique_ptr<Loader> val_loader_;
-  OptimizerKind optimizer_kind_ = OptimizerKind::kAdam;
-  std::unique_ptr<Optimizer> optimizer_;
+  OptimizerConfig optimizer_config_;
+  std::unique_ptr<OptimizerShard> shard_;  // the whole parameters, but with --strategy ddp_zero1
+  std::unique_ptr<Optimizer> optimizer_;   // of the shard's range
   std::unique_ptr<GradReducer> reducer_;  // a no-op on one rank
   std::function<void(int64_t)> layer_hook_;
   std::unique_ptr<UtilizationWatch> utilization_;
@@ -142,10 +144,17 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   module.reserve_batch(std::max(std::min(train_spec_.batch_size, train_spec_.dataset->size()),
                                 std::min(val_spec_.batch_size, val_spec_.dataset->size())));
 
-  const OptimizerConfig optimizer_config = module.configure_optimizers();
-  optimizer_kind_ = optimizer_config.kind;
-  optimizer_ = make_optimizer(optimizer_config, module.network().num_params(), module.network().place());
-  start_point_ = restore_start(options_, comm_, module.network(), *optimizer_, optimizer_kind_);
+  optimizer_config_ = module.configure_optimizers();
+  Mlp& net = module.network();
+  shard_ = std::make_unique<OptimizerShard>(comm_, net.num_params(), options_.strategy == Strategy::kDdpZero1);
+  optimizer_ = make_optimizer(optimizer_config_, shard_->size(), net.place());
+  if (shard_->sharded()) {  // a checkpoint holds the whole state: each rank keeps its range of it
+    const std::unique_ptr<Optimizer> whole = make_optimizer(optimizer_config_, net.num_params(), net.place());
+    start_point_ = restore_start(options_, comm_, net, *whole, optimizer_config_.kind);
+    shard_->take_mine(*whole, *optimizer_);
+  } else {
+    start_point_ = restore_start(options_, comm_, net, *optimizer_, optimizer_config_.kind);
+  }
   stats_.optimizer_steps = start_point_.global_step;
   if (nothing_left()) return;
   outputs_.make_folder();
@@ -253,7 +262,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
     check_training_loss(loss, batch);
     if (!std::isfinite(loss.value())) {
       // Adam's normalised steps are the usual cure for SGD's divergence; a run on Adam already has them.
-      const char* cure = optimizer_kind_ == OptimizerKind::kSgd ? ", or use --optimizer adam" : "";
+      const char* cure = optimizer_config_.kind == OptimizerKind::kSgd ? ", or use --optimizer adam" : "";
       throw Error(ExitCode::kOther,
                   fmt::format("training loss is {} at epoch {}, batch {}, optimizer step {}; stopping. Lower --lr "
                               "or check the data for extreme values{}",
@@ -263,7 +272,8 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
 
     clock_.enter(Phase::kBackward);
     loss.write_gradient(work.output_gradient(), loss_scale);
-    const bool sync = step_optimizer || options_.sync_every_micro_batch;
+    // ZeRO-1 reduces the gradients at the optimizer step instead, with a reduce-scatter.
+    const bool sync = !shard_->sharded() && (step_optimizer || options_.sync_every_micro_batch);
     reducer_->begin_backward(sync);
     net.backward(batch.x, batch.size, work, layer_hook_);
     if (reducer_->syncing()) {
@@ -273,8 +283,16 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
     stats_.train_samples += batch.size;
 
     if (step_optimizer) {
+      if (shard_->sharded()) {
+        clock_.enter(Phase::kCommWait);
+        shard_->reduce_scatter_mean(net.grads());
+      }
       clock_.enter(Phase::kOptimizer);
-      optimizer_->step(net.params(), net.grads());
+      optimizer_->step(shard_->mine(net.params()), shard_->mine(net.grads()));
+      if (shard_->sharded()) {
+        clock_.enter(Phase::kCommWait);
+        shard_->allgather(net.params());
+      }
       net.zero_grads();
       stats_.optimizer_steps = ++start_point_.global_step;
       ++stats_.optimizer_steps_run;
@@ -336,7 +354,12 @@ Metrics Trainer::Run::global_mean(const Metrics& local) {
 // The position after `next_batch` micro-batches of `epoch` (an epoch's end: the next epoch).
 void Trainer::Run::save_checkpoints(LightningModule& module, int64_t epoch, int64_t next_batch, bool periodic) {
   const TrainingPosition at{epoch, next_batch, global_step(), comm_.size(), options_.seed};
-  outputs_.save_checkpoints(module.network(), *optimizer_, optimizer_kind_, at, periodic);
+  if (!shard_->sharded()) {
+    outputs_.save_checkpoints(module.network(), *optimizer_, optimizer_config_.kind, at, periodic);
+    return;
+  }
+  const std::unique_ptr<Optimizer> whole = shard_->gather(*optimizer_, optimizer_config_);  // on every rank
+  outputs_.save_checkpoints(module.network(), *whole, optimizer_config_.kind, at, periodic);
 }
 
 // After an optimizer step: when any rank was signalled, all stop at this step with a checkpoint.
@@ -360,12 +383,13 @@ void Trainer::Run::finish(LightningModule& module) {
   clock_.enter(Phase::kLogging);
   stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   stats_.world_size = comm_.size();
-  const Strategy ran = comm_.size() > 1                       ? Strategy::kDdp
-                       : options_.strategy == Strategy::kAuto ? Strategy::kSingle
-                                                              : options_.strategy;
+  const Strategy ran = options_.strategy == Strategy::kDdpZero1 ? Strategy::kDdpZero1
+                       : comm_.size() > 1                         ? Strategy::kDdp
+                       : options_.strategy == Strategy::kAuto     ? Strategy::kSingle
+                                                                  : options_.strategy;
   stats_.strategy = spelling(ran);
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
-  const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats(), stats_);
+  const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every
   // run, however short, ends with a device_<rank>_utilization row in its metrics.

@@ -114,6 +114,13 @@ TEST(Cli, InitFromWithCkptPathIsRefusedNamingBoth) {
                      "init_and_ckpt");
 }
 
+TEST(Cli, Zero1WithSyncEveryMicroBatchIsRefusedSayingWhy) {
+  expect_usage_error("--strategy ddp_zero1 --sync-every-micro-batch",
+                     "--sync-every-micro-batch allreduces every micro-batch's gradients, but --strategy ddp_zero1 "
+                     "reduce-scatters them once per optimizer step; use --strategy ddp with it",
+                     "zero1_sync");
+}
+
 TEST(Cli, ThreadsBeyondTheCoresGetTheOversubscriptionNoticeOnce) {
   const std::string threads = std::to_string(std::thread::hardware_concurrency() + 1);
   const auto r = train("--threads-per-device " + threads, "threads_notice");

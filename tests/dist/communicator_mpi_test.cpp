@@ -98,6 +98,31 @@ TEST(MpiCommunicator, AsyncAllreducesCompleteOnWait) {
   EXPECT_EQ(c[99999], static_cast<float>(w));
 }
 
+// ZeRO-1's collectives over uneven ranges, one of them empty: element i of rank r is
+// r * 1000 + i, so the mean over ranks of element i is 1000 * (W - 1) / 2 + i.
+TEST(MpiCommunicator, ReduceScatterMeanLeavesEachRankTheMeanOfItsRangeAndAllgatherSharesThem) {
+  auto comm = make_mpi_communicator();
+  const int w = comm->size(), r = comm->rank();
+  std::vector<int> counts(w);
+  for (int q = 0; q < w; ++q) counts[q] = q == 1 ? 0 : 7 + 5 * q;  // rank 1 owns nothing
+  const int n = std::accumulate(counts.begin(), counts.end(), 0);
+  const int begin = std::accumulate(counts.begin(), counts.begin() + r, 0);
+  std::vector<float> data(n);
+  for (int i = 0; i < n; ++i) data[i] = static_cast<float>(r * 1000 + i);
+  comm->reduce_scatter_mean(data, counts, Stream{});
+  for (int i = begin; i < begin + counts[r]; ++i) {
+    EXPECT_FLOAT_EQ(data[i], 1000.0f * (w - 1) / 2 + i) << "element " << i << " of rank " << r;
+  }
+
+  // Each rank's range: its rank in every element; elsewhere garbage the gather overwrites.
+  for (int i = 0; i < n; ++i) data[i] = i >= begin && i < begin + counts[r] ? static_cast<float>(r) : -1.0f;
+  comm->allgather_ranges(data, counts, Stream{});
+  int at = 0;
+  for (int q = 0; q < w; ++q) {
+    for (int i = 0; i < counts[q]; ++i, ++at) ASSERT_EQ(data[at], static_cast<float>(q)) << "element " << at;
+  }
+}
+
 TEST(MpiCommunicator, BroadcastCopiesTheRootsBytesFromAnyRoot) {
   auto comm = make_mpi_communicator();
   for (int root : {0, comm->size() - 1}) {

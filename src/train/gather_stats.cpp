@@ -42,4 +42,15 @@ std::vector<PhaseCalls> gather_run_stats(Communicator& comm, const PhaseClock& c
   return phase_calls;
 }
 
+void gather_thread_census(Communicator& comm, const ThreadCensus& mine, RunSummary& stats) {
+  const std::vector<uint64_t> threads = comm.allgather(static_cast<uint64_t>(mine.threads));
+  const std::vector<uint64_t> omp = comm.allgather(static_cast<uint64_t>(mine.omp_threads));
+  const std::vector<uint64_t> blas = comm.allgather(static_cast<uint64_t>(mine.blas_threads));
+  stats.threads_per_rank.clear();
+  for (std::size_t r = 0; r < threads.size(); ++r) {
+    stats.threads_per_rank.push_back(
+        {static_cast<int>(threads[r]), static_cast<int>(omp[r]), static_cast<int>(blas[r])});
+  }
+}
+
 }  // namespace ddp

@@ -19,4 +19,8 @@ using PhaseCalls = std::array<int64_t, kPhaseCount>;
 std::vector<PhaseCalls> gather_run_stats(Communicator& comm, const PhaseClock& clock, const AllreduceStats& mine,
                                          RunSummary& stats);
 
+// Collective: every rank's thread census (observe/thread_census.h) into stats.threads_per_rank
+// at rank zero, which writes summary.json.
+void gather_thread_census(Communicator& comm, const ThreadCensus& mine, RunSummary& stats);
+
 }  // namespace ddp

@@ -92,6 +92,15 @@ AllreduceStats read_allreduce(const Json& j, const std::string& where) {
   return a;
 }
 
+ThreadCensus read_census(const Json& j) {
+  const std::string where = "summary.json threads_per_rank";
+  ThreadCensus t;
+  t.threads = static_cast<int>(read<int64_t>(j, "threads", where));
+  t.omp_threads = static_cast<int>(read<int64_t>(j, "omp_threads", where));
+  t.blas_threads = static_cast<int>(read<int64_t>(j, "blas_threads", where));
+  return t;
+}
+
 // An option's text from its "config" value: what config_json typed it from.
 std::string option_text(const Json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
 
@@ -152,7 +161,7 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
          a.training_flops_per_sample == b.training_flops_per_sample &&
          a.gemm_peak_flops_per_second == b.gemm_peak_flops_per_second &&
          a.utilization_per_rank == b.utilization_per_rank && same_allreduce(a.allreduce, b.allreduce) &&
-         same_list(a.allreduce_per_rank, b.allreduce_per_rank);
+         same_list(a.allreduce_per_rank, b.allreduce_per_rank) && a.threads_per_rank == b.threads_per_rank;
 }
 
 nlohmann::ordered_json to_json(const RunSummary& s) {
@@ -198,6 +207,11 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   j["allreduce"] = allreduce_json(s.allreduce);
   j["allreduce_per_rank"] = nlohmann::ordered_json::array();
   for (const AllreduceStats& a : s.allreduce_per_rank) j["allreduce_per_rank"].push_back(allreduce_json(a));
+  j["threads_per_rank"] = nlohmann::ordered_json::array();
+  for (const ThreadCensus& t : s.threads_per_rank) {
+    j["threads_per_rank"].push_back(
+        {{"threads", t.threads}, {"omp_threads", t.omp_threads}, {"blas_threads", t.blas_threads}});
+  }
   return j;
 }
 
@@ -257,6 +271,9 @@ void from_json(const Json& j, RunSummary& s) {
   s.allreduce = read_allreduce(member(j, "allreduce", where), where + " allreduce");
   for (const auto& rank : read_array(j, "allreduce_per_rank", where)) {
     s.allreduce_per_rank.push_back(read_allreduce(rank, where + " allreduce_per_rank"));
+  }
+  if (j.contains("threads_per_rank")) {
+    for (const auto& rank : read_array(j, "threads_per_rank", where)) s.threads_per_rank.push_back(read_census(rank));
   }
 }
 

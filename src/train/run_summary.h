@@ -15,6 +15,7 @@
 
 #include "dist/grad_reducer.h"
 #include "observe/phase.h"
+#include "observe/thread_census.h"
 
 namespace ddp {
 
@@ -50,6 +51,11 @@ struct RunSummary {
   std::vector<std::vector<std::pair<double, double>>> utilization_per_rank;
   AllreduceStats allreduce;  // rank zero's
   std::vector<AllreduceStats> allreduce_per_rank;
+
+  // Catalogue (issue 15), filled by Trainer::Run::finish through gather_thread_census: every
+  // rank's threads and thread settings near the end of training, indexed by rank.
+  // Empty when read from a summary.json written before it.
+  std::vector<ThreadCensus> threads_per_rank;
 
   double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
   PhaseSeconds mean_phases() const;                // over ranks: summary.json's "phases"

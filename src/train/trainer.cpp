@@ -14,6 +14,7 @@
 #include "dist/grad_reducer.h"
 #include "dist/launcher.h"
 #include "observe/phase_clock.h"
+#include "observe/thread_census.h"
 #include "observe/trace_writer.h"
 #include "tensor/gemm.h"
 #include "train/epoch_plan.h"
@@ -365,6 +366,8 @@ void Trainer::Run::finish(LightningModule& module) {
                                                               : options_.strategy;
   stats_.strategy = spelling(ran);
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
+  // While the loader, OpenMP and monitor threads of training still run.
+  gather_thread_census(comm_, take_thread_census(), stats_);
   const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats(), stats_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every

@@ -147,5 +147,46 @@ TEST(RunSummary, ATwoRankSummaryJsonRoundTripsToTheSameText) {
                                       "run_summary_two_ranks");
 }
 
+// The catalogue's block: every rank's thread census, read back; absent in an older file.
+TEST(RunSummary, TheThreadCensusRoundTripsAndAnOlderSummaryHasNone) {
+  RunSummary s = two_rank_summary();
+  s.threads_per_rank = {{7, 2, 2}, {6, 2, 1}};
+  const nlohmann::ordered_json j = to_json(s);
+  EXPECT_EQ(j["threads_per_rank"][1].dump(), R"({"threads":6,"omp_threads":2,"blas_threads":1})");
+  EXPECT_TRUE(read_back(j) == s);
+  RunSummary other = s;
+  other.threads_per_rank[0].omp_threads = 1;
+  EXPECT_FALSE(read_back(j) == other);
+
+  nlohmann::ordered_json older = j;
+  older.erase("threads_per_rank");
+  EXPECT_TRUE(read_back(older).threads_per_rank.empty());
+  nlohmann::ordered_json bad = j;
+  bad["threads_per_rank"][0]["omp_threads"] = "many";
+  try {
+    read_back(bad);
+    ADD_FAILURE() << "read without an error";
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "summary.json threads_per_rank field \"omp_threads\" is \"many\", expected a number");
+  }
+}
+
+TEST(RunSummary, EveryRankCountsItsThreadsNearTheEndOfTraining) {
+  const auto dir = testing::fresh_dir("run_summary_threads");
+  const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
+                                          " train --devices 2 --dataset-size 64 --batch-size 16 --hidden-size 8 "
+                                          "--max-epochs 1 --loader-workers 1 --progress-bar off --version 0",
+                                      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RunSummary s =
+      read_back(nlohmann::ordered_json::parse(testing::read_text(dir / "ddpscope_logs" / "version_0" / "summary.json")));
+  ASSERT_EQ(s.threads_per_rank.size(), 2u);
+  for (const ThreadCensus& t : s.threads_per_rank) {
+    EXPECT_GE(t.threads, 2);  // the training thread and its loader worker, at least
+    EXPECT_EQ(t.omp_threads, 1);  // --threads-per-device 1
+    EXPECT_EQ(t.blas_threads, 1);
+  }
+}
+
 }  // namespace
 }  // namespace ddp

@@ -99,7 +99,8 @@ TEST(CatalogueRules, OpenMpThreadsBeyondTheShareAreOversubscriptionToo) {
   RunRecord run = synthetic_run(2, 10.0, 2);
   run.summary.threads_per_rank.assign(2, ThreadCensus{8, 4, 1});  // OMP_NUM_THREADS=4 from the environment
   set_wait(run, 0.2, 0.5);
-  const Finding* f = titled(catalogue_of({&run}), "4 threads x 2 ranks on 2 cores");
+  const std::vector<Finding> f_all = catalogue_of({&run});
+  const Finding* f = titled(f_all, "4 threads x 2 ranks on 2 cores");
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(contains(f->detail, "(--threads-per-device 1, OpenMP or BLAS set to 4)")) << f->detail;
 }
@@ -107,7 +108,8 @@ TEST(CatalogueRules, OpenMpThreadsBeyondTheShareAreOversubscriptionToo) {
 TEST(CatalogueRules, OversubscriptionWithoutAMeasuredWaitSaysSo) {
   RunRecord run = synthetic_run(2, 10.0, 2);
   run.config.trainer.threads_per_device = 2;
-  const Finding* f = titled(catalogue_of({&run}), "threads x");
+  const std::vector<Finding> f_all = catalogue_of({&run});
+  const Finding* f = titled(f_all, "threads x");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->title, "2 threads x 2 ranks on 2 cores (the wait for a core was not measured)");
   EXPECT_EQ(f->cost_seconds, 0);
@@ -150,7 +152,8 @@ TEST(CatalogueRules, ARankWaitingForItsInputIsFoundWithItsCostPerMicroBatch) {
   RunRecord roomy = synthetic_run(2, 10.0, 8);
   roomy.config.data.loader_workers = 1;
   set_data(roomy, 0, 3.0);
-  const Finding* g = titled(catalogue_of({&roomy}), "Input starvation");
+  const std::vector<Finding> g_all = catalogue_of({&roomy});
+  const Finding* g = titled(g_all, "Input starvation");
   ASSERT_NE(g, nullptr);
   EXPECT_TRUE(contains(g->title, "waiting for its loader")) << g->title;
   EXPECT_TRUE(contains(g->fix, "--loader-workers 2")) << g->fix;
@@ -186,7 +189,8 @@ RunRecord syncing(bool every_micro_batch, int64_t calls) {
 
 TEST(CatalogueRules, MoreAllreducesPerStepThanBucketsAreFoundWithTheirExtraTime) {
   const RunRecord run = syncing(true, 300);
-  const Finding* f = titled(catalogue_of({&run}), "gradient allreduces per optimizer step");
+  const std::vector<Finding> f_all = catalogue_of({&run});
+  const Finding* f = titled(f_all, "gradient allreduces per optimizer step");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->title,
             "3.0 gradient allreduces per optimizer step where the bucket plan needs 1: 0.200 s of extra communication "
@@ -196,7 +200,8 @@ TEST(CatalogueRules, MoreAllreducesPerStepThanBucketsAreFoundWithTheirExtraTime)
   EXPECT_TRUE(contains(f->fix, "drop `--sync-every-micro-batch`")) << f->fix;
 
   const RunRecord unexplained = syncing(false, 200);
-  const Finding* g = titled(catalogue_of({&unexplained}), "2.0 gradient allreduces");
+  const std::vector<Finding> g_all = catalogue_of({&unexplained});
+  const Finding* g = titled(g_all, "2.0 gradient allreduces");
   ASSERT_NE(g, nullptr);
   EXPECT_TRUE(contains(g->detail, "does not explain the others")) << g->detail;
 }
@@ -238,7 +243,8 @@ TEST(CatalogueRules, TheFastestBucketCapIsNamedWhenItBeatsTheConfigurationsOwn) 
   two_mb.run.config.trainer.bucket_cap_mb = 2;
   AblationResult one_mb = ablation(base, "bucket_cap_mb=1", 9.5);
   one_mb.run.config.trainer.bucket_cap_mb = 1;
-  const Finding* f = titled(catalogue_of({&base}, {two_mb, one_mb}), "Gradient buckets");
+  const std::vector<Finding> f_all = catalogue_of({&base}, {two_mb, one_mb});
+  const Finding* f = titled(f_all, "Gradient buckets");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->title, "Gradient buckets of 2 MB were fastest at 2 devices: 10.0 % faster than 25 MB");
   EXPECT_NEAR(f->cost_seconds, 1.0, 1e-12);

@@ -15,6 +15,7 @@
 
 #include "dist/grad_reducer.h"
 #include "observe/phase.h"
+#include "observe/sched_stats.h"
 #include "observe/thread_census.h"
 
 namespace ddp {
@@ -51,6 +52,12 @@ struct RunSummary {
   std::vector<std::vector<std::pair<double, double>>> utilization_per_rank;
   AllreduceStats allreduce;  // rank zero's
   std::vector<AllreduceStats> allreduce_per_rank;
+
+  // Which rank is slow, and why (issue 15; filled by gather_sched_stats in train/gather_stats.h).
+  // Each rank's compute thread from the start of training to its end, indexed by rank; empty
+  // when some rank could not read /proc (the run still succeeds).
+  std::vector<SchedDelta> sched_per_rank;
+  std::vector<std::vector<int>> cores_per_rank;  // the cores each rank may run on (sched_getaffinity)
 
   // Catalogue (issue 15), filled by Trainer::Run::finish through gather_thread_census: every
   // rank's threads and thread settings near the end of training, indexed by rank.

@@ -14,6 +14,7 @@
 #include "dist/grad_reducer.h"
 #include "dist/launcher.h"
 #include "observe/phase_clock.h"
+#include "observe/sched_stats.h"
 #include "observe/thread_census.h"
 #include "observe/trace_writer.h"
 #include "tensor/gemm.h"
@@ -122,6 +123,7 @@ class Trainer::Run {
   std::unique_ptr<UtilizationWatch> utilization_;
   std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
   int64_t clock_offset_ns_ = 0;
+  std::optional<SchedSnapshot> sched_start_;  // this thread's, as training starts
 };
 
 void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
@@ -191,6 +193,7 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
     if (is_global_zero()) print_nothing_left(options_, start_point_);
     return;
   }
+  sched_start_ = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
   try {
     for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++start_point_.epoch) {
       const bool completed = train_epoch(module);
@@ -369,6 +372,7 @@ void Trainer::Run::finish(LightningModule& module) {
   // While the loader, OpenMP and monitor threads of training still run.
   gather_thread_census(comm_, take_thread_census(), stats_);
   const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats(), stats_);
+  gather_sched_stats(comm_, sched_start_, stats_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every
   // run, however short, ends with a device_<rank>_utilization row in its metrics.

@@ -53,7 +53,7 @@ class Loader {
   const Dataset& dataset_;
   int64_t batch_size_;
   int workers_;
-  int64_t delay_us_;  // DDPSCOPE_LOADER_DELAY_US
+  int64_t delay_us_;                          // DDPSCOPE_LOADER_DELAY_US
   int64_t num_batches_ = 0;                   // consumer side
   int64_t next_batch_ = 0;                    // consumer side: the batch next() returns next
   Slot* held_ = nullptr;                      // consumer side: the slot of the batch last returned

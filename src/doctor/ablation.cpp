@@ -113,16 +113,15 @@ std::vector<Ablation> plan_catalogue_ablations(const Config& config, int max_dev
   const int ranks_per_host = std::max(1, (max_devices + t.num_nodes - 1) / std::max(1, t.num_nodes));
   const int fair = std::max(1, cores / ranks_per_host);
   if (t.threads_per_device > fair) {
-    out.push_back({fmt::format("threads-per-device={}", fair),
-                   fmt::format("{} threads per device, the fair share of {} cores among {} ranks", fair, cores,
-                               ranks_per_host),
-                   "", "", "", t.threads_per_device <= cores,
-                   [fair](Config& c) { c.trainer.threads_per_device = fair; }});
+    out.push_back(
+        {fmt::format("threads-per-device={}", fair),
+         fmt::format("{} threads per device, the fair share of {} cores among {} ranks", fair, cores, ranks_per_host),
+         "", "", "", t.threads_per_device <= cores, [fair](Config& c) { c.trainer.threads_per_device = fair; }});
   }
   const int workers = config.data.loader_workers;
   if (workers > 0 && cores >= ranks_per_host * (t.threads_per_device + workers + 1)) {
-    out.push_back({fmt::format("loader-workers={}", workers + 1), fmt::format("{} loader workers", workers + 1), "",
-                   "", "", false, [workers](Config& c) { c.data.loader_workers = workers + 1; }});
+    out.push_back({fmt::format("loader-workers={}", workers + 1), fmt::format("{} loader workers", workers + 1), "", "",
+                   "", false, [workers](Config& c) { c.data.loader_workers = workers + 1; }});
   }
   if (max_devices > 1) {
     for (const double cap : bucket_sweep_caps_mb(config, max_devices)) {

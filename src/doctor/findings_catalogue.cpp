@@ -107,14 +107,14 @@ bool oversubscribed_finding(const FindingInputs& in, const RunRecord& run, std::
     Finding f;
     f.title = measured ? fmt::format("{} threads x {} ranks on {} cores: each thread waited {} of its time for a core",
                                      most, ranks, host.cores, percent(wait_share))
-                       : fmt::format("{} threads x {} ranks on {} cores (the wait for a core was not measured)",
-                                     most, ranks, host.cores);
+                       : fmt::format("{} threads x {} ranks on {} cores (the wait for a core was not measured)", most,
+                                     ranks, host.cores);
     std::string detail = fmt::format(
         "In {}, the {} ranks on {} ask for {} threads (--threads-per-device {}{}) and may use {} cores: a fair "
         "share is {} per rank.",
         run.label, ranks, host.host.empty() ? "one host" : host.host, asked, run.config.trainer.threads_per_device,
-        most > run.config.trainer.threads_per_device ? fmt::format(", OpenMP or BLAS set to {}", most) : "",
-        host.cores, fair);
+        most > run.config.trainer.threads_per_device ? fmt::format(", OpenMP or BLAS set to {}", most) : "", host.cores,
+        fair);
     if (counted > 0) detail += fmt::format(" A rank ran up to {} threads near the end of training.", counted);
     if (measured) {
       detail += fmt::format(" Each training thread waited {:.3f} s in the run queue ({} of its runnable time).",
@@ -172,10 +172,10 @@ bool starvation_finding(const FindingInputs& in, const RunRecord& run, std::vect
   const bool spare_core =
       host != hosts.end() && host->cores >= ranks_here * (run.config.trainer.threads_per_device + workers + 1);
   Finding f;
-  f.title = fmt::format("Input starvation: rank {} spends {:.2f} ms per micro-batch {}: {} of the run", worst,
-                        1e3 * per_batch,
-                        workers > 0 ? "waiting for its loader" : "loading its batch in the training thread",
-                        percent(worst_seconds / s.wall_seconds));
+  f.title =
+      fmt::format("Input starvation: rank {} spends {:.2f} ms per micro-batch {}: {} of the run", worst,
+                  1e3 * per_batch, workers > 0 ? "waiting for its loader" : "loading its batch in the training thread",
+                  percent(worst_seconds / s.wall_seconds));
   f.detail = fmt::format(
       "In {}, the data phase took {:.3f} s on rank {} of a {:.2f} s run, over {} micro-batches, with {} loader "
       "worker{}.{}",
@@ -185,11 +185,12 @@ bool starvation_finding(const FindingInputs& in, const RunRecord& run, std::vect
   f.share_of_wall = cost / run.wall_seconds;
   f.evidence = {run.label};
   const std::string cheaper = "make producing a batch cheaper (a simpler transform, the data in memory, a faster disk)";
-  f.fix = spare_core ? fmt::format("Fill batches ahead with more loader workers (--loader-workers {}): the host has a "
-                                   "core for one; if one batch takes longer than a step even so, {}.",
-                                   workers + 1, cheaper)
-                     : fmt::format("The host has no core for {} loader worker: {}.", workers > 0 ? "another" : "a",
-                                   cheaper);
+  f.fix = spare_core
+              ? fmt::format(
+                    "Fill batches ahead with more loader workers (--loader-workers {}): the host has a "
+                    "core for one; if one batch takes longer than a step even so, {}.",
+                    workers + 1, cheaper)
+              : fmt::format("The host has no core for {} loader worker: {}.", workers > 0 ? "another" : "a", cheaper);
   out.push_back(std::move(f));
   return true;
 }
@@ -291,10 +292,11 @@ void batch_semantics_finding(const FindingInputs& in, std::vector<Finding>& out)
 void bucket_sweep_finding(const FindingInputs& in, std::vector<Finding>& out) {
   if (in.device_runs.empty() || !in.device_runs.back()->ok) return;
   const RunRecord& base = *in.device_runs.back();
-  const auto buckets = [](const RunRecord& r) { return count_workload(workload_from_run_summary(r.summary)).bucket_bytes.size(); };
-  std::vector<std::string> rows = {
-      fmt::format("{} MB (the configuration's, {} buckets): {:.2f} s", base.config.trainer.bucket_cap_mb, buckets(base),
-                  base.wall_seconds)};
+  const auto buckets = [](const RunRecord& r) {
+    return count_workload(workload_from_run_summary(r.summary)).bucket_bytes.size();
+  };
+  std::vector<std::string> rows = {fmt::format("{} MB (the configuration's, {} buckets): {:.2f} s",
+                                               base.config.trainer.bucket_cap_mb, buckets(base), base.wall_seconds)};
   const AblationResult* fastest = nullptr;
   for (const AblationResult& a : in.ablations) {
     if (a.baseline != &base || !a.run.ok || !a.name.starts_with("bucket_cap_mb=")) continue;
@@ -314,9 +316,10 @@ void bucket_sweep_finding(const FindingInputs& in, std::vector<Finding>& out) {
   f.cost_seconds = base.wall_seconds - fastest->run.wall_seconds;
   f.share_of_wall = gain;
   f.evidence = {base.label, fastest->run.label};
-  f.fix = fmt::format("--bucket-cap-mb {} (DDP's bucket_cap_mb): more, smaller buckets overlap more of the "
-                      "communication with backward, fewer pay less per-call latency.",
-                      fastest->run.config.trainer.bucket_cap_mb);
+  f.fix = fmt::format(
+      "--bucket-cap-mb {} (DDP's bucket_cap_mb): more, smaller buckets overlap more of the "
+      "communication with backward, fewer pay less per-call latency.",
+      fastest->run.config.trainer.bucket_cap_mb);
   out.push_back(std::move(f));
 }
 

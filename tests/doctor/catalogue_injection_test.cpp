@@ -57,7 +57,9 @@ const Finding* titled(const std::vector<Finding>& findings, const std::string& p
 // The fault-injection knob of the loader, set for the runs this scope starts.
 class LoaderDelay {
  public:
-  explicit LoaderDelay(int microseconds) { setenv("DDPSCOPE_LOADER_DELAY_US", std::to_string(microseconds).c_str(), 1); }
+  explicit LoaderDelay(int microseconds) {
+    setenv("DDPSCOPE_LOADER_DELAY_US", std::to_string(microseconds).c_str(), 1);
+  }
   ~LoaderDelay() { unsetenv("DDPSCOPE_LOADER_DELAY_US"); }
   LoaderDelay(const LoaderDelay&) = delete;
   LoaderDelay& operator=(const LoaderDelay&) = delete;

@@ -225,11 +225,11 @@ TEST(RunSummary, EveryRankCountsItsThreadsNearTheEndOfTraining) {
                                           "--max-epochs 1 --loader-workers 1 --progress-bar off --version 0",
                                       dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const RunSummary s =
-      read_back(nlohmann::ordered_json::parse(testing::read_text(dir / "ddpscope_logs" / "version_0" / "summary.json")));
+  const RunSummary s = read_back(
+      nlohmann::ordered_json::parse(testing::read_text(dir / "ddpscope_logs" / "version_0" / "summary.json")));
   ASSERT_EQ(s.threads_per_rank.size(), 2u);
   for (const ThreadCensus& t : s.threads_per_rank) {
-    EXPECT_GE(t.threads, 2);  // the training thread and its loader worker, at least
+    EXPECT_GE(t.threads, 2);      // the training thread and its loader worker, at least
     EXPECT_EQ(t.omp_threads, 1);  // --threads-per-device 1
     EXPECT_EQ(t.blas_threads, 1);
   }

@@ -102,11 +102,13 @@ TEST(CatalogueInjected, OversubscribedThreadsAreFoundWithTheMeasuredWaitAndAClea
 
 // A loader slowed down by D per batch (a real sleep in the thread that fills it, here the
 // training thread): the finding's cost per micro-batch is within 0.5 D .. 2 D (the fill itself
-// and a busy machine add to D); without the delay, no finding. Without loader workers the
+// and a late wake-up on a busy machine add to D); without the delay, no finding. Without loader workers the
 // clean run's data phase is the fill alone, which no other thread's scheduling can stretch.
 TEST(CatalogueInjected, ASlowLoaderIsFoundWithItsCostPerMicroBatchAndAFastOneIsNot) {
-  constexpr int kDelayUs = 4000;
+  // 20 ms: a loaded machine wakes a sleeper a few ms late, which 2 D leaves room for.
+  constexpr int kDelayUs = 20000;
   Config config = small_config();
+  config.data.dataset_size = 512;  // 8 batches an epoch
   config.data.loader_workers = 0;
   RunRecord slow;
   {

@@ -2,13 +2,29 @@
 
 #include "observe/phase.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <utility>
 
 #include "ddpscope/error.h"
 
 namespace ddp {
+
+int64_t loader_delay_from_env() {
+  const char* text = std::getenv("DDPSCOPE_LOADER_DELAY_US");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > 10'000'000) {
+    throw UsageError(
+        fmt::format("DDPSCOPE_LOADER_DELAY_US='{}' is not a whole number of microseconds in [0, 10000000]", text));
+  }
+  return value;
+}
 
 // One batch's storage. A slot cycles kFree -> kFilling (a worker owns it) -> kReady ->
 // kHeld (the consumer reads it) -> kFree; the state changes under Loader::mutex_, and
@@ -24,7 +40,7 @@ struct Loader::Slot {
 };
 
 Loader::Loader(const Dataset& dataset, int64_t batch_size, int workers)
-    : dataset_(dataset), batch_size_(batch_size), workers_(workers) {
+    : dataset_(dataset), batch_size_(batch_size), workers_(workers), delay_us_(loader_delay_from_env()) {
   DDP_CHECK_GT(batch_size, 0);
   DDP_CHECK_GE(workers, 0);
   // Two slots per worker: each worker can fill one batch while the consumer reads another.
@@ -108,7 +124,7 @@ bool Loader::next(Batch& batch) {
   const int64_t count = std::min<int64_t>(batch_size_, static_cast<int64_t>(indices_.size()) - b * batch_size_);
   if (workers_ == 0) {
     Slot& slot = *slots_[0];
-    dataset_.fill(epoch_, std::span(indices_).subspan(b * batch_size_, count), slot.x.data(), slot.y.data());
+    fill(epoch_, std::span(indices_).subspan(b * batch_size_, count), slot.x.data(), slot.y.data());
     ++next_batch_;
     batch = {slot.x.data(), slot.y.data(), count, b};
     return true;
@@ -143,6 +159,11 @@ bool Loader::next(Batch& batch) {
   ++next_batch_;
   batch = {slot.x.data(), slot.y.data(), count, b};
   return true;
+}
+
+void Loader::fill(int64_t epoch, std::span<const int64_t> indices, float* x, float* y) const {
+  dataset_.fill(epoch, indices, x, y);
+  if (delay_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us_));
 }
 
 void Loader::record_spans(std::size_t capacity_per_worker) {
@@ -181,7 +202,7 @@ void Loader::worker_loop(int worker) {
     lock.unlock();
     const int64_t started = steady_now_ns();
     try {
-      dataset_.fill(epoch, slot.indices, slot.x.data(), slot.y.data());
+      fill(epoch, slot.indices, slot.x.data(), slot.y.data());
     } catch (...) {
       slot.error = std::current_exception();
     }

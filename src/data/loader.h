@@ -15,6 +15,12 @@
 
 namespace ddp {
 
+// Fault injection (docs/usage.md): DDPSCOPE_LOADER_DELAY_US, microseconds in [0, 1e7], makes
+// every batch a loader fills take that much longer, slept in the thread that fills it (a
+// worker, or the training thread without workers), as a slow transform or disk would.
+// 0 when unset. Throws UsageError for another value.
+int64_t loader_delay_from_env();
+
 class Loader {
  public:
   Loader(const Dataset& dataset, int64_t batch_size, int workers);
@@ -40,11 +46,14 @@ class Loader {
   // implementation detail, free to change
   struct Slot;
   void worker_loop(int worker);
+  // dataset_.fill, then the injected delay.
+  void fill(int64_t epoch, std::span<const int64_t> indices, float* x, float* y) const;
   void abandon_epoch_locked();  // mutex_ held: drops queued batches, in-flight fills end unused
 
   const Dataset& dataset_;
   int64_t batch_size_;
   int workers_;
+  int64_t delay_us_;                          // DDPSCOPE_LOADER_DELAY_US
   int64_t num_batches_ = 0;                   // consumer side
   int64_t next_batch_ = 0;                    // consumer side: the batch next() returns next
   Slot* held_ = nullptr;                      // consumer side: the slot of the batch last returned

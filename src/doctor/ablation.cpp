@@ -2,7 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
 #include "ddpscope/layer_layout.h"
+#include "dist/launcher.h"
+#include "doctor/findings_catalogue.h"
+#include "doctor/workload_counts.h"
 
 namespace ddp {
 namespace {
@@ -99,6 +106,65 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
   for (const int64_t extra : {4, 8}) {
     out.push_back({fmt::format("layers+{}", extra), fmt::format("{} extra hidden layers", extra), "", "", "", false,
                    [extra](Config& c) { c.model.hidden_layers += extra; }});
+  }
+  for (Ablation& a : plan_catalogue_ablations(config, max_devices, available_cores())) out.push_back(std::move(a));
+  return out;
+}
+
+std::vector<double> bucket_sweep_caps_mb(const Config& config, int devices) {
+  WorkloadConfig workload = workload_for(config, devices);
+  const WorkloadCounts counts = count_workload(workload);
+  const double gradient_mb = static_cast<double>(counts.parameters) * 4 / (1 << 20);
+  if (counts.parameters * 4 < kBucketSweepMinGradientBytes) return {};
+  const auto buckets_at = [&](double cap_mb) {
+    workload.bucket_cap_mb = cap_mb;
+    return static_cast<int>(count_workload(workload).bucket_bytes.size());
+  };
+  const int own = buckets_at(config.trainer.bucket_cap_mb);
+  // Buckets are whole layers, so a count is reachable only near some caps: scan caps of two
+  // significant digits, largest first, and keep the largest cap that comes closest to each target.
+  std::vector<double> caps;
+  std::vector<int> counts_taken = {own};
+  for (const int target : {2, 4, 8}) {
+    double best_cap = 0;
+    int best = 0;
+    for (double cap = gradient_mb; cap >= gradient_mb / 64; cap /= 1.1) {
+      const double rounded = std::round(cap * 10) / 10;
+      if (rounded <= 0) break;
+      const int n = buckets_at(rounded);
+      if (best == 0 || std::abs(n - target) < std::abs(best - target)) {
+        best = n;
+        best_cap = rounded;
+      }
+    }
+    if (best < 2 || std::find(counts_taken.begin(), counts_taken.end(), best) != counts_taken.end()) continue;
+    counts_taken.push_back(best);
+    caps.push_back(best_cap);
+  }
+  return caps;
+}
+
+std::vector<Ablation> plan_catalogue_ablations(const Config& config, int max_devices, int cores) {
+  std::vector<Ablation> out;
+  const TrainerOptions& t = config.trainer;
+  const int ranks_per_host = std::max(1, (max_devices + t.num_nodes - 1) / std::max(1, t.num_nodes));
+  const int fair = std::max(1, cores / ranks_per_host);
+  if (t.threads_per_device > fair) {
+    out.push_back(
+        {fmt::format("threads-per-device={}", fair),
+         fmt::format("{} threads per device, the fair share of {} cores among {} ranks", fair, cores, ranks_per_host),
+         "", "", "", t.threads_per_device <= cores, [fair](Config& c) { c.trainer.threads_per_device = fair; }});
+  }
+  const int workers = config.data.loader_workers;
+  if (workers > 0 && cores >= ranks_per_host * (t.threads_per_device + workers + 1)) {
+    out.push_back({fmt::format("loader-workers={}", workers + 1), fmt::format("{} loader workers", workers + 1), "", "",
+                   "", false, [workers](Config& c) { c.data.loader_workers = workers + 1; }});
+  }
+  if (max_devices > 1 && t.strategy != Strategy::kDdpZero1) {  // ZeRO-1 has no buckets
+    for (const double cap : bucket_sweep_caps_mb(config, max_devices)) {
+      out.push_back({fmt::format("bucket_cap_mb={}", cap), fmt::format("gradient buckets of at most {} MB", cap), "",
+                     "", "", true, [cap](Config& c) { c.trainer.bucket_cap_mb = cap; }});
+    }
   }
   return out;
 }

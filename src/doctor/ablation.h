@@ -28,6 +28,19 @@ struct Ablation {
 // The ablations that make sense for this configuration: each habit switched to its other
 // setting, batch sizes 16..1024, widths 64..1024, 4 and 8 extra hidden layers (values equal
 // to the configuration's own are skipped).
+// Then the catalogue's, for this machine's cores (available_cores()).
 std::vector<Ablation> plan_ablations(const Config& config, int max_devices);
+
+// The catalogue's ablations (docs/scaling-guide.md) on a machine where the job may use
+// `cores` per host:
+//   threads-per-device=F   F = max(1, cores / ranks per host), when threads_per_device exceeds it
+//   loader-workers=W+1     with W > 0 workers, when the host has a core for another one
+//   bucket_cap_mb=X        caps giving about 2, 4 and 8 buckets, when the gradient is at least
+//                          kBucketSweepMinGradientBytes (findings_catalogue.h) and N > 1
+std::vector<Ablation> plan_catalogue_ablations(const Config& config, int max_devices, int cores);
+
+// The bucket caps (MB) of the sweep for this configuration on `devices` ranks, by increasing
+// bucket count; empty below kBucketSweepMinGradientBytes.
+std::vector<double> bucket_sweep_caps_mb(const Config& config, int devices);
 
 }  // namespace ddp

@@ -40,6 +40,14 @@ void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
                  per(Phase::kData, micro_batches).c_str(),
                  per(Phase::kValidation, std::max<double>(1, static_cast<double>(s.epochs))).c_str());
   }
+  const bool devices_differ = std::any_of(
+      runs.begin(), runs.end(), [&](const RunRecord& r) { return r.ok && r.devices != runs.front().devices; });
+  if (devices_differ) {
+    // Lightning's batch_size is per device (docs/scaling-guide.md, per-device batch semantics).
+    std::fprintf(out,
+                 "The batch size is per device: at N devices a step takes N x the samples, so compare samples/s "
+                 "(or wall), not seconds per iteration.\n");
+  }
 }
 
 void print_ablations(std::FILE* out, const std::vector<AblationResult>& ablations) {

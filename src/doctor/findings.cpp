@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "doctor/findings_catalogue.h"
 #include "doctor/interconnect.h"
 
 namespace ddp {
@@ -222,6 +223,7 @@ void fixed_cost_finding(const FindingInputs& in, std::vector<Finding>& out) {
 std::vector<Finding> find_problems(const FindingInputs& inputs) {
   std::vector<Finding> out;
   habit_findings(inputs, out);
+  catalogue_findings(inputs, out);
   multi_device_findings(inputs, out);
   fixed_cost_finding(inputs, out);
   std::stable_sort(out.begin(), out.end(),

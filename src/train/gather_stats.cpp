@@ -1,8 +1,13 @@
 #include "train/gather_stats.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <type_traits>
 
+#include "ddpscope/error.h"
 #include "dist/gather.h"
+#include "observe/cpu_usage.h"
 
 namespace ddp {
 
@@ -40,6 +45,77 @@ std::vector<PhaseCalls> gather_run_stats(Communicator& comm, const PhaseClock& c
   gather_field(&AllreduceStats::hidden_seconds);
   stats.allreduce = stats.allreduce_per_rank[0];
   return phase_calls;
+}
+
+namespace {
+
+// A SchedDelta as plain numbers for the byte gather; a NaN run time marks "no snapshot",
+// a NaN steal "steal unknown".
+using SchedWire = std::array<double, 6>;
+
+SchedWire to_wire(const std::optional<SchedDelta>& d) {
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  if (!d) return {kNone, 0, 0, 0, 0, 0};
+  return {d->run_seconds,
+          d->wait_seconds,
+          d->wait_share,
+          static_cast<double>(d->voluntary_switches),
+          static_cast<double>(d->involuntary_switches),
+          d->steal_seconds.value_or(kNone)};
+}
+
+std::optional<SchedDelta> from_wire(const SchedWire& w) {
+  if (std::isnan(w[0])) return std::nullopt;
+  SchedDelta d{.run_seconds = w[0],
+               .wait_seconds = w[1],
+               .wait_share = w[2],
+               .voluntary_switches = static_cast<uint64_t>(w[3]),
+               .involuntary_switches = static_cast<uint64_t>(w[4]),
+               .steal_seconds = std::isnan(w[5]) ? std::nullopt : std::optional<double>(w[5])};
+  return d;
+}
+
+}  // namespace
+
+void gather_sched_stats(Communicator& comm, const std::optional<SchedSnapshot>& start, RunSummary& stats) {
+  std::optional<SchedDelta> mine;
+  if (start) {
+    const std::optional<SchedSnapshot> end = take_sched_snapshot(start->tid);
+    if (end) mine = delta(*start, *end);
+  }
+  const SchedWire wire = to_wire(mine);
+  const std::vector<std::vector<std::byte>> sched = gather_at_rank_zero(comm, std::as_bytes(std::span(wire)));
+  const std::vector<int> cores = affinity_cores();
+  const std::vector<std::vector<std::byte>> cores_parts = gather_at_rank_zero(comm, std::as_bytes(std::span(cores)));
+
+  stats.sched_per_rank.clear();
+  stats.cores_per_rank.clear();
+  for (const auto& part : cores_parts) {
+    std::vector<int>& rank = stats.cores_per_rank.emplace_back(part.size() / sizeof(int));
+    std::memcpy(rank.data(), part.data(), rank.size() * sizeof(int));
+  }
+  for (const auto& part : sched) {
+    SchedWire w{};
+    DDP_CHECK_EQ(part.size(), sizeof(w));
+    std::memcpy(w.data(), part.data(), sizeof(w));
+    const std::optional<SchedDelta> d = from_wire(w);
+    if (!d) {
+      stats.sched_per_rank.clear();  // a list with holes would misindex ranks
+      return;
+    }
+    stats.sched_per_rank.push_back(*d);
+  }
+}
+
+void gather_thread_census(Communicator& comm, const ThreadCensus& mine, RunSummary& stats) {
+  const std::vector<uint64_t> threads = comm.allgather(static_cast<uint64_t>(mine.threads));
+  const std::vector<uint64_t> omp = comm.allgather(static_cast<uint64_t>(mine.omp_threads));
+  const std::vector<uint64_t> blas = comm.allgather(static_cast<uint64_t>(mine.blas_threads));
+  stats.threads_per_rank.clear();
+  for (std::size_t r = 0; r < threads.size(); ++r) {
+    stats.threads_per_rank.push_back(
+        {static_cast<int>(threads[r]), static_cast<int>(omp[r]), static_cast<int>(blas[r])});
+  }
 }
 
 }  // namespace ddp

@@ -2,10 +2,12 @@
 // Collective, at the end of a run: every rank's phases, host name, samples and gradient
 // traffic into the RunSummary that summary.json and the profiler table are made from.
 #include <array>
+#include <optional>
 #include <vector>
 #include "ddpscope/communicator.h"
 #include "dist/grad_reducer.h"
 #include "observe/phase_clock.h"
+#include "observe/sched_stats.h"
 
 #include "train/run_summary.h"
 
@@ -18,5 +20,13 @@ using PhaseCalls = std::array<int64_t, kPhaseCount>;
 // calls, which only the profiler table shows (summary.json does not hold them).
 std::vector<PhaseCalls> gather_run_stats(Communicator& comm, const PhaseClock& clock, const AllreduceStats& mine,
                                          RunSummary& stats);
+
+// Collective, at the end of training on the thread that took `start` (the compute thread):
+// fills sched_per_rank (start to now) and cores_per_rank at rank zero. sched_per_rank stays
+// empty when any rank has no snapshot (its /proc was unreadable); other ranks' lists stay empty.
+void gather_sched_stats(Communicator& comm, const std::optional<SchedSnapshot>& start, RunSummary& stats);
+// Collective: every rank's thread census (observe/thread_census.h) into stats.threads_per_rank
+// at rank zero, which writes summary.json.
+void gather_thread_census(Communicator& comm, const ThreadCensus& mine, RunSummary& stats);
 
 }  // namespace ddp

@@ -44,6 +44,15 @@ nlohmann::ordered_json allreduce_json(const AllreduceStats& a) {
           {"hidden_share", a.in_flight_seconds > 0 ? a.hidden_seconds / a.in_flight_seconds : 0.0}};
 }
 
+nlohmann::ordered_json sched_json(const SchedDelta& d) {
+  return {{"run_seconds", d.run_seconds},
+          {"wait_seconds", d.wait_seconds},
+          {"wait_share", d.wait_share},
+          {"voluntary_switches", d.voluntary_switches},
+          {"involuntary_switches", d.involuntary_switches},
+          {"steal_seconds", d.steal_seconds ? nlohmann::ordered_json(*d.steal_seconds) : nullptr}};
+}
+
 // Readers that name the field they could not read ("summary.json field "epochs" is ...").
 const Json& member(const Json& j, const std::string& key, const std::string& where) {
   if (!j.is_object()) throw DataError(fmt::format("{} is not a JSON object", where));
@@ -92,12 +101,49 @@ AllreduceStats read_allreduce(const Json& j, const std::string& where) {
   return a;
 }
 
+SchedDelta read_sched(const Json& j, const std::string& where) {
+  SchedDelta d;
+  d.run_seconds = read<double>(j, "run_seconds", where);
+  d.wait_seconds = read<double>(j, "wait_seconds", where);
+  d.wait_share = read<double>(j, "wait_share", where);
+  d.voluntary_switches = read<uint64_t>(j, "voluntary_switches", where);
+  d.involuntary_switches = read<uint64_t>(j, "involuntary_switches", where);
+  d.steal_seconds = read_optional(j, "steal_seconds", where);
+  return d;
+}
+
+std::vector<int> read_cores(const Json& j, const std::string& where) {
+  if (!j.is_array()) throw DataError(fmt::format("{} holds {}, expected a list of cores", where, j.dump()));
+  std::vector<int> cores;
+  for (const auto& core : j) {
+    if (!core.is_number_integer())
+      throw DataError(fmt::format("{} holds {}, expected core numbers", where, core.dump()));
+    cores.push_back(core.get<int>());
+  }
+  return cores;
+}
+
+ThreadCensus read_census(const Json& j) {
+  const std::string where = "summary.json threads_per_rank";
+  ThreadCensus t;
+  t.threads = static_cast<int>(read<int64_t>(j, "threads", where));
+  t.omp_threads = static_cast<int>(read<int64_t>(j, "omp_threads", where));
+  t.blas_threads = static_cast<int>(read<int64_t>(j, "blas_threads", where));
+  return t;
+}
+
 // An option's text from its "config" value: what config_json typed it from.
 std::string option_text(const Json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
 
 bool same_allreduce(const AllreduceStats& a, const AllreduceStats& b) {
   return a.calls == b.calls && a.bytes == b.bytes && a.seconds == b.seconds &&
          a.in_flight_seconds == b.in_flight_seconds && a.hidden_seconds == b.hidden_seconds;
+}
+
+bool same_sched(const SchedDelta& a, const SchedDelta& b) {
+  return a.run_seconds == b.run_seconds && a.wait_seconds == b.wait_seconds && a.wait_share == b.wait_share &&
+         a.voluntary_switches == b.voluntary_switches && a.involuntary_switches == b.involuntary_switches &&
+         a.steal_seconds == b.steal_seconds;
 }
 
 }  // namespace
@@ -152,7 +198,10 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
          a.training_flops_per_sample == b.training_flops_per_sample &&
          a.gemm_peak_flops_per_second == b.gemm_peak_flops_per_second &&
          a.utilization_per_rank == b.utilization_per_rank && same_allreduce(a.allreduce, b.allreduce) &&
-         same_list(a.allreduce_per_rank, b.allreduce_per_rank);
+         same_list(a.allreduce_per_rank, b.allreduce_per_rank) &&
+         std::equal(a.sched_per_rank.begin(), a.sched_per_rank.end(), b.sched_per_rank.begin(), b.sched_per_rank.end(),
+                    same_sched) &&
+         a.cores_per_rank == b.cores_per_rank && a.threads_per_rank == b.threads_per_rank;
 }
 
 nlohmann::ordered_json to_json(const RunSummary& s) {
@@ -198,6 +247,14 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   j["allreduce"] = allreduce_json(s.allreduce);
   j["allreduce_per_rank"] = nlohmann::ordered_json::array();
   for (const AllreduceStats& a : s.allreduce_per_rank) j["allreduce_per_rank"].push_back(allreduce_json(a));
+  j["sched_per_rank"] = nlohmann::ordered_json::array();
+  for (const SchedDelta& d : s.sched_per_rank) j["sched_per_rank"].push_back(sched_json(d));
+  j["cores_per_rank"] = s.cores_per_rank;
+  j["threads_per_rank"] = nlohmann::ordered_json::array();
+  for (const ThreadCensus& t : s.threads_per_rank) {
+    j["threads_per_rank"].push_back(
+        {{"threads", t.threads}, {"omp_threads", t.omp_threads}, {"blas_threads", t.blas_threads}});
+  }
   return j;
 }
 
@@ -257,6 +314,15 @@ void from_json(const Json& j, RunSummary& s) {
   s.allreduce = read_allreduce(member(j, "allreduce", where), where + " allreduce");
   for (const auto& rank : read_array(j, "allreduce_per_rank", where)) {
     s.allreduce_per_rank.push_back(read_allreduce(rank, where + " allreduce_per_rank"));
+  }
+  for (const auto& rank : read_array(j, "sched_per_rank", where)) {
+    s.sched_per_rank.push_back(read_sched(rank, where + " sched_per_rank"));
+  }
+  for (const auto& rank : read_array(j, "cores_per_rank", where)) {
+    s.cores_per_rank.push_back(read_cores(rank, where + " field \"cores_per_rank\""));
+  }
+  if (j.contains("threads_per_rank")) {
+    for (const auto& rank : read_array(j, "threads_per_rank", where)) s.threads_per_rank.push_back(read_census(rank));
   }
 }
 

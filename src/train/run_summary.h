@@ -15,6 +15,8 @@
 
 #include "dist/grad_reducer.h"
 #include "observe/phase.h"
+#include "observe/sched_stats.h"
+#include "observe/thread_census.h"
 
 namespace ddp {
 
@@ -50,6 +52,17 @@ struct RunSummary {
   std::vector<std::vector<std::pair<double, double>>> utilization_per_rank;
   AllreduceStats allreduce;  // rank zero's
   std::vector<AllreduceStats> allreduce_per_rank;
+
+  // Which rank is slow, and why (issue 15; filled by gather_sched_stats in train/gather_stats.h).
+  // Each rank's compute thread from the start of training to its end, indexed by rank; empty
+  // when some rank could not read /proc (the run still succeeds).
+  std::vector<SchedDelta> sched_per_rank;
+  std::vector<std::vector<int>> cores_per_rank;  // the cores each rank may run on (sched_getaffinity)
+
+  // Catalogue (issue 15), filled by Trainer::Run::finish through gather_thread_census: every
+  // rank's threads and thread settings near the end of training, indexed by rank.
+  // Empty when read from a summary.json written before it.
+  std::vector<ThreadCensus> threads_per_rank;
 
   double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
   PhaseSeconds mean_phases() const;                // over ranks: summary.json's "phases"

@@ -15,6 +15,8 @@
 #include "dist/launcher.h"
 #include "dist/optimizer_shard.h"
 #include "observe/phase_clock.h"
+#include "observe/sched_stats.h"
+#include "observe/thread_census.h"
 #include "observe/trace_writer.h"
 #include "tensor/gemm.h"
 #include "train/epoch_plan.h"
@@ -123,6 +125,7 @@ class Trainer::Run {
   std::unique_ptr<UtilizationWatch> utilization_;
   std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
   int64_t clock_offset_ns_ = 0;
+  std::optional<SchedSnapshot> sched_start_;  // this thread's, as training starts
 };
 
 void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
@@ -199,6 +202,7 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
     if (is_global_zero()) print_nothing_left(options_, start_point_);
     return;
   }
+  sched_start_ = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
   try {
     for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++start_point_.epoch) {
       const bool completed = train_epoch(module);
@@ -389,7 +393,10 @@ void Trainer::Run::finish(LightningModule& module) {
                                                                   : options_.strategy;
   stats_.strategy = spelling(ran);
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
+  // While the loader, OpenMP and monitor threads of training still run.
+  gather_thread_census(comm_, take_thread_census(), stats_);
   const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
+  gather_sched_stats(comm_, sched_start_, stats_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every
   // run, however short, ends with a device_<rank>_utilization row in its metrics.

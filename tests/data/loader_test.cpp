@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -233,6 +234,42 @@ TEST(LoaderSpans, EveryWorkerFillIsRecordedOnTheLoaderTrack) {
     EXPECT_EQ(s.thread, TraceThread::kLoader);
     EXPECT_LE(s.start_ns, s.end_ns);
   }
+}
+
+// DDPSCOPE_LOADER_DELAY_US (fault injection): every batch takes that much longer to fill, in
+// the training thread without workers and in each worker with them; the batches are the same.
+TEST_P(LoaderWorkers, AnInjectedDelayMakesEveryBatchSlowerWithTheSameData) {
+  const auto dataset = random_dataset(64);
+  std::vector<int64_t> all(64);
+  std::iota(all.begin(), all.end(), 0);
+  Loader plain(*dataset, 8, GetParam());
+  const Epoch expected = run_epoch(plain, *dataset, 0, all);
+  setenv("DDPSCOPE_LOADER_DELAY_US", "5000", 1);
+  Loader slow(*dataset, 8, GetParam());
+  unsetenv("DDPSCOPE_LOADER_DELAY_US");
+  const auto start = std::chrono::steady_clock::now();
+  const Epoch delayed = run_epoch(slow, *dataset, 0, all);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int fillers = std::max(1, GetParam());  // workers sleep side by side
+  EXPECT_GE(seconds, (8 / fillers) * 0.005);    // 8 batches of at least 5 ms each
+  EXPECT_EQ(delayed.x, expected.x);
+  EXPECT_EQ(delayed.y, expected.y);
+}
+
+TEST(Loader, ABadInjectedDelayIsRefusedWithTheVariableNamed) {
+  const auto dataset = random_dataset(8);
+  for (const char* bad : {"soon", "-1", "10000001", "5us"}) {
+    setenv("DDPSCOPE_LOADER_DELAY_US", bad, 1);
+    try {
+      Loader loader(*dataset, 4, 0);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("DDPSCOPE_LOADER_DELAY_US='") + bad +
+                                           "' is not a whole number of microseconds in [0, 10000000]");
+    }
+  }
+  unsetenv("DDPSCOPE_LOADER_DELAY_US");
+  EXPECT_EQ(loader_delay_from_env(), 0);
 }
 
 }  // namespace ddp

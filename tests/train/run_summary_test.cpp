@@ -46,6 +46,19 @@ RunSummary two_rank_summary() {
   s.utilization_per_rank = {{{0.1, 97.5}, {0.2, 100}}, {{0.1, 88.25}}};
   s.allreduce_per_rank = {{6, 3231768, 0.0421, 0.05, 0.012}, {6, 3231768, 0.0387, 0.049, 0.02}};
   s.allreduce = s.allreduce_per_rank[0];
+  s.sched_per_rank = {{.run_seconds = 2.01,
+                       .wait_seconds = 0.0125,
+                       .wait_share = 0.0125 / 2.0225,
+                       .voluntary_switches = 310,
+                       .involuntary_switches = 4,
+                       .steal_seconds = 0.0},
+                      {.run_seconds = 1.1,
+                       .wait_seconds = 1.05,
+                       .wait_share = 1.05 / 2.15,
+                       .voluntary_switches = 298,
+                       .involuntary_switches = 1021,
+                       .steal_seconds = 0.25}};
+  s.cores_per_rank = {{0}, {1, 3}};
   return s;
 }
 
@@ -59,6 +72,25 @@ TEST(RunSummary, ReadsBackEveryFieldItWrote) {
   no_losses.final_val_loss.reset();
   EXPECT_TRUE(read_back(to_json(no_losses)) == no_losses);
   EXPECT_FALSE(read_back(to_json(no_losses)) == s);
+
+  RunSummary no_steal = s;  // cores that /proc/stat does not list
+  no_steal.sched_per_rank[1].steal_seconds.reset();
+  EXPECT_TRUE(to_json(no_steal)["sched_per_rank"][1]["steal_seconds"].is_null());
+  EXPECT_TRUE(read_back(to_json(no_steal)) == no_steal);
+  EXPECT_FALSE(read_back(to_json(no_steal)) == s);
+  RunSummary no_proc = s;  // a rank could not read /proc: no list, and the run still succeeded
+  no_proc.sched_per_rank.clear();
+  EXPECT_TRUE(read_back(to_json(no_proc)) == no_proc);
+  EXPECT_FALSE(read_back(to_json(no_proc)) == s);
+}
+
+TEST(RunSummary, WritesEachRanksSchedStatsAndCores) {
+  const nlohmann::ordered_json j = to_json(two_rank_summary());
+  ASSERT_EQ(j["sched_per_rank"].size(), 2u);
+  EXPECT_EQ(j["sched_per_rank"][1]["involuntary_switches"], 1021);
+  EXPECT_DOUBLE_EQ(j["sched_per_rank"][1]["wait_share"].get<double>(), 1.05 / 2.15);
+  EXPECT_DOUBLE_EQ(j["sched_per_rank"][1]["steal_seconds"].get<double>(), 0.25);
+  EXPECT_EQ(j["cores_per_rank"], nlohmann::ordered_json::parse("[[0], [1, 3]]"));
 }
 
 TEST(RunSummary, WritesTheSchemaAndTheRatesDerivedFromItsCounts) {
@@ -116,13 +148,19 @@ TEST(RunSummary, AMissingOrMistypedFieldIsNamed) {
   bad["phases_per_rank"][1].erase("forward");
   EXPECT_EQ(message_for(bad), "summary.json phases_per_rank has no \"forward\"");
   bad = good;
+  bad["sched_per_rank"][0].erase("wait_share");
+  EXPECT_EQ(message_for(bad), "summary.json sched_per_rank has no \"wait_share\"");
+  bad = good;
+  bad["cores_per_rank"][1] = {"one"};
+  EXPECT_EQ(message_for(bad), "summary.json field \"cores_per_rank\" holds \"one\", expected core numbers");
+  bad = good;
   bad["schema"] = "ddpscope.summary/2";
   EXPECT_EQ(message_for(bad),
             "summary.json field \"schema\" is \"ddpscope.summary/2\", expected \"ddpscope.summary/1\"");
 }
 
 // What the trainer writes, through the command line: read and written again, byte for byte.
-void expect_same_text_after_a_round_trip(const std::string& options, const std::string& name) {
+void expect_same_text_after_a_round_trip(const std::string& options, const std::string& name, int world) {
   const auto dir = testing::fresh_dir(name);
   const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
                                           " train --dataset-size 64 --batch-size 16 "
@@ -136,15 +174,65 @@ void expect_same_text_after_a_round_trip(const std::string& options, const std::
   EXPECT_TRUE(read_back(to_json(s)) == s);
   EXPECT_GT(s.optimizer_steps_run, 0);
   EXPECT_GT(s.training_flops_per_sample, 0);
+  // Each rank's compute thread ran, and each rank says where.
+  ASSERT_EQ(s.sched_per_rank.size(), static_cast<std::size_t>(world));
+  ASSERT_EQ(s.cores_per_rank.size(), static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    EXPECT_GT(s.sched_per_rank[r].run_seconds, 0) << r;
+    EXPECT_GE(s.sched_per_rank[r].wait_share, 0) << r;
+    EXPECT_LE(s.sched_per_rank[r].wait_share, 1) << r;
+    EXPECT_FALSE(s.cores_per_rank[r].empty()) << r;
+  }
 }
 
 TEST(RunSummary, ASummaryJsonWrittenByTrainRoundTripsToTheSameText) {
-  expect_same_text_after_a_round_trip("--limit-train-batches 3 --lr 0.003", "run_summary_count");
+  expect_same_text_after_a_round_trip("--limit-train-batches 3 --lr 0.003", "run_summary_count", 1);
 }
 
 TEST(RunSummary, ATwoRankSummaryJsonRoundTripsToTheSameText) {
   expect_same_text_after_a_round_trip("--devices 2 --limit-train-batches 0.5 --accumulate-grad-batches 2",
-                                      "run_summary_two_ranks");
+                                      "run_summary_two_ranks", 2);
+}
+
+// The catalogue's block: every rank's thread census, read back; absent in an older file.
+TEST(RunSummary, TheThreadCensusRoundTripsAndAnOlderSummaryHasNone) {
+  RunSummary s = two_rank_summary();
+  s.threads_per_rank = {{7, 2, 2}, {6, 2, 1}};
+  const nlohmann::ordered_json j = to_json(s);
+  EXPECT_EQ(j["threads_per_rank"][1].dump(), R"({"threads":6,"omp_threads":2,"blas_threads":1})");
+  EXPECT_TRUE(read_back(j) == s);
+  RunSummary other = s;
+  other.threads_per_rank[0].omp_threads = 1;
+  EXPECT_FALSE(read_back(j) == other);
+
+  nlohmann::ordered_json older = j;
+  older.erase("threads_per_rank");
+  EXPECT_TRUE(read_back(older).threads_per_rank.empty());
+  nlohmann::ordered_json bad = j;
+  bad["threads_per_rank"][0]["omp_threads"] = "many";
+  try {
+    read_back(bad);
+    ADD_FAILURE() << "read without an error";
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "summary.json threads_per_rank field \"omp_threads\" is \"many\", expected a number");
+  }
+}
+
+TEST(RunSummary, EveryRankCountsItsThreadsNearTheEndOfTraining) {
+  const auto dir = testing::fresh_dir("run_summary_threads");
+  const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
+                                          " train --devices 2 --dataset-size 64 --batch-size 16 --hidden-size 8 "
+                                          "--max-epochs 1 --loader-workers 1 --progress-bar off --version 0",
+                                      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const RunSummary s = read_back(
+      nlohmann::ordered_json::parse(testing::read_text(dir / "ddpscope_logs" / "version_0" / "summary.json")));
+  ASSERT_EQ(s.threads_per_rank.size(), 2u);
+  for (const ThreadCensus& t : s.threads_per_rank) {
+    EXPECT_GE(t.threads, 2);      // the training thread and its loader worker, at least
+    EXPECT_EQ(t.omp_threads, 1);  // --threads-per-device 1
+    EXPECT_EQ(t.blas_threads, 1);
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "observe/trace_writer.h"
 #include "tensor/gemm.h"
 #include "train/epoch_plan.h"
+#include "train/gather_arrivals.h"
 #include "train/gather_stats.h"
 #include "train/metric_sink.h"
 #include "train/progress_bar.h"
@@ -93,7 +94,9 @@ class Trainer::Run {
   void log_training_metrics();
   void stop_if_signalled(LightningModule& module, int64_t epoch, int64_t next_batch);
   void save_checkpoints(LightningModule& module, int64_t epoch, int64_t next_batch, bool periodic);
+  EpochPlan rank_epoch_plan() const;
   void start_trace();
+  void start_arrivals();
   void finish(LightningModule& module);
   void write_trace();
   Metrics global_mean(const Metrics& local);
@@ -123,6 +126,7 @@ class Trainer::Run {
   std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
   int64_t clock_offset_ns_ = 0;
   std::optional<SchedSnapshot> sched_start_;  // this thread's, as training starts
+  std::unique_ptr<ArrivalBuffer> arrivals_;   // with more than one rank
 };
 
 void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
@@ -158,15 +162,20 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   train_loader_ = std::make_unique<Loader>(*train_spec_.dataset, train_spec_.batch_size, train_spec_.num_workers);
   val_loader_ = std::make_unique<Loader>(*val_spec_.dataset, val_spec_.batch_size, val_spec_.num_workers);
   if (options_.profiler == Profiler::kTrace) start_trace();
+  if (comm_.size() > 1) start_arrivals();
   utilization_ = std::make_unique<UtilizationWatch>(options_);
   outputs_.start_logging();
 }
 
+EpochPlan Trainer::Run::rank_epoch_plan() const {
+  return plan_epoch(samples_per_rank(train_spec_.dataset->size(), comm_.size()), train_spec_.batch_size,
+                    {options_.limit_train_batches, options_.limit_train_batches_is_count},
+                    options_.accumulate_grad_batches);
+}
+
 // Spans for every phase switch and allreduce, in a buffer sized for the whole run up front.
 void Trainer::Run::start_trace() {
-  const EpochPlan plan = plan_epoch(samples_per_rank(train_spec_.dataset->size(), comm_.size()), train_spec_.batch_size,
-                                    {options_.limit_train_batches, options_.limit_train_batches_is_count},
-                                    options_.accumulate_grad_batches);
+  const EpochPlan plan = rank_epoch_plan();
   const int64_t batches = plan.micro_batches;
   const int64_t buckets = static_cast<int64_t>(reducer_->num_buckets());
   const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
@@ -185,6 +194,19 @@ void Trainer::Run::start_trace() {
   }
 }
 
+// Arrivals at every gradient collective, in a buffer sized for the whole run up front; its
+// origin is taken after a barrier when training starts (fit).
+void Trainer::Run::start_arrivals() {
+  const EpochPlan plan = rank_epoch_plan();
+  const int64_t syncs = options_.sync_every_micro_batch ? plan.micro_batches : plan.optimizer_steps;
+  const auto per_sync = static_cast<int64_t>(reducer_->collectives_per_sync());
+  const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
+  constexpr int64_t kMaxArrivals = int64_t{1} << 22;  // 32 MB: beyond it arrivals are counted, not kept
+  const int64_t planned = epochs < 0 ? kMaxArrivals : epochs * syncs * per_sync + per_sync;
+  arrivals_ = std::make_unique<ArrivalBuffer>(static_cast<std::size_t>(std::min(planned, kMaxArrivals)));
+  reducer_->record_arrivals(arrivals_.get());
+}
+
 void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
   StopSignals signals;
   setup(module, data);
@@ -193,6 +215,10 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
     return;
   }
   sched_start_ = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
+  if (arrivals_) {                       // the ranks' common clock: each rank's time right after one barrier
+    comm_.barrier();
+    arrivals_->set_origin(steady_now_ns());
+  }
   try {
     for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++start_point_.epoch) {
       const bool completed = train_epoch(module);
@@ -370,6 +396,7 @@ void Trainer::Run::finish(LightningModule& module) {
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
   const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats(), stats_);
   gather_sched_stats(comm_, sched_start_, stats_);
+  if (arrivals_) gather_arrivals(comm_, *arrivals_, static_cast<int64_t>(reducer_->collectives_per_sync()), stats_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every
   // run, however short, ends with a device_<rank>_utilization row in its metrics.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "doctor/findings_straggler.h"
 #include "doctor/interconnect.h"
 
 namespace ddp {
@@ -169,12 +170,14 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     out.push_back(std::move(f));
   }
 
+  const int arrival_straggler = arrival_straggler_rank(in).value_or(-1);
   for (const Phase phase : {Phase::kData, Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kValidation,
                             Phase::kLogging, Phase::kMonitor}) {
     int slowest = 0;
     double fastest = 0;
     const double max = spread_phase(many, phase, &slowest, &fastest);
     const double gap = max - fastest;
+    if (slowest == arrival_straggler) continue;  // the arrival rule names it, with its cause
     if (max <= 0 || gap <= kStragglerMinSpread * max || gap / many.summary.wall_seconds <= kStragglerMinShare) {
       continue;
     }
@@ -223,6 +226,7 @@ std::vector<Finding> find_problems(const FindingInputs& inputs) {
   std::vector<Finding> out;
   habit_findings(inputs, out);
   multi_device_findings(inputs, out);
+  straggler_findings(inputs, out);
   fixed_cost_finding(inputs, out);
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.cost_seconds > b.cost_seconds; });

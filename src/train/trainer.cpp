@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string>
 
 #include "base/stop_signal.h"
 #include "data/loader.h"
@@ -97,6 +99,7 @@ class Trainer::Run {
   EpochPlan rank_epoch_plan() const;
   void start_trace();
   void start_arrivals();
+  void start_arrival_clock();
   void finish(LightningModule& module);
   void write_trace();
   Metrics global_mean(const Metrics& local);
@@ -207,6 +210,20 @@ void Trainer::Run::start_arrivals() {
   reducer_->record_arrivals(arrivals_.get());
 }
 
+// The ranks' common clock for arrivals: each rank's steady time right after one barrier,
+// which agrees within the barrier's exit skew on any cluster. Ranks on one host share the
+// steady clock itself, so there they take rank zero's origin and agree exactly: on a busy
+// host the exit skew reaches milliseconds, as much as the lags being measured.
+void Trainer::Run::start_arrival_clock() {
+  comm_.barrier();
+  const auto origin = static_cast<uint64_t>(steady_now_ns());
+  const std::vector<uint64_t> origins = comm_.allgather(origin);
+  const std::vector<uint64_t> hosts =
+      comm_.allgather(static_cast<uint64_t>(std::hash<std::string>{}(comm_.host_name())));
+  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](uint64_t h) { return h == hosts[0]; });
+  arrivals_->set_origin(static_cast<int64_t>(one_host ? origins[0] : origin));
+}
+
 void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
   StopSignals signals;
   setup(module, data);
@@ -215,10 +232,7 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
     return;
   }
   sched_start_ = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
-  if (arrivals_) {                       // the ranks' common clock: each rank's time right after one barrier
-    comm_.barrier();
-    arrivals_->set_origin(steady_now_ns());
-  }
+  if (arrivals_) start_arrival_clock();
   try {
     for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++start_point_.epoch) {
       const bool completed = train_epoch(module);

@@ -48,6 +48,7 @@ void GradReducer::on_layer_done(int64_t layer) {
     const bool last = ++next_bucket_ == buckets_.size();
     if (!last) {  // finish() reduces the last one with the blocking allreduce
       const int64_t started = steady_now_ns();
+      arrive(started);
       in_flight_.push_back({slice(bucket), comm_.allreduce_mean_async(slice(bucket), Stream{}), started});
       ++stats_.calls;
       stats_.bytes += static_cast<int64_t>(bucket.bytes());
@@ -63,6 +64,7 @@ void GradReducer::finish() {
   const int64_t backward_end = steady_now_ns();
   if (!options_.overlap) {
     const auto start = std::chrono::steady_clock::now();
+    arrive(steady_ns(start));
     comm_.allreduce_mean(grads_, Stream{});
     count(grads_, seconds_since(start));
     record(steady_ns(start), steady_now_ns(), grads_.size_bytes(), backward_end);
@@ -77,6 +79,7 @@ void GradReducer::finish() {
   in_flight_.clear();
   const std::span<float> last = slice(buckets_.back());
   const auto start = std::chrono::steady_clock::now();
+  arrive(steady_ns(start));
   comm_.allreduce_mean(last, Stream{});
   count(last, seconds_since(start));
   record(steady_ns(start), steady_now_ns(), last.size_bytes(), backward_end);

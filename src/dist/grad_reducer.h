@@ -29,6 +29,7 @@
 #include "ddpscope/communicator.h"
 #include "ddpscope/mlp.h"
 #include "dist/bucket_plan.h"
+#include "observe/arrival_buffer.h"
 #include "observe/span_buffer.h"
 
 namespace ddp {
@@ -83,11 +84,15 @@ class GradReducer {
   void finish();
 
   const std::vector<GradBucket>& buckets() const { return buckets_; }
+  // Collectives per synchronising backward: one per bucket, or one with --no-overlap.
+  std::size_t collectives_per_sync() const { return options_.overlap ? buckets_.size() : (buckets_.empty() ? 0 : 1); }
   std::size_t num_buckets() const { return buckets_.size(); }
   bool overlap() const { return options_.overlap; }
   const AllreduceStats& stats() const { return stats_; }
   // Records each allreduce as a span on the comm track (--profiler trace).
   void record_spans(SpanBuffer* spans) { spans_ = spans; }
+  // Records when this rank starts each collective (its arrival), for the straggler analysis.
+  void record_arrivals(ArrivalBuffer* arrivals) { arrivals_ = arrivals; }
 
  private:
   struct InFlight {
@@ -101,6 +106,9 @@ class GradReducer {
     return grads_.subspan(bucket.begin, bucket.end - bucket.begin);
   }
   void count(std::span<float> slice, double seconds);
+  void arrive(int64_t steady_ns) {
+    if (arrivals_ != nullptr) arrivals_->add(steady_ns);
+  }
 
   Communicator& comm_;
   std::span<float> grads_;
@@ -114,6 +122,7 @@ class GradReducer {
   std::vector<InFlight> in_flight_;
   AllreduceStats stats_;
   SpanBuffer* spans_ = nullptr;
+  ArrivalBuffer* arrivals_ = nullptr;
 };
 
 }  // namespace ddp

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "doctor/findings_catalogue.h"
+#include "doctor/findings_straggler.h"
 #include "doctor/interconnect.h"
 
 namespace ddp {
@@ -170,12 +171,14 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     out.push_back(std::move(f));
   }
 
+  const int arrival_straggler = arrival_straggler_rank(in).value_or(-1);
   for (const Phase phase : {Phase::kData, Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kValidation,
                             Phase::kLogging, Phase::kMonitor}) {
     int slowest = 0;
     double fastest = 0;
     const double max = spread_phase(many, phase, &slowest, &fastest);
     const double gap = max - fastest;
+    if (slowest == arrival_straggler) continue;  // the arrival rule names it, with its cause
     if (max <= 0 || gap <= kStragglerMinSpread * max || gap / many.summary.wall_seconds <= kStragglerMinShare) {
       continue;
     }
@@ -225,6 +228,7 @@ std::vector<Finding> find_problems(const FindingInputs& inputs) {
   habit_findings(inputs, out);
   catalogue_findings(inputs, out);
   multi_device_findings(inputs, out);
+  straggler_findings(inputs, out);
   fixed_cost_finding(inputs, out);
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.cost_seconds > b.cost_seconds; });

@@ -396,6 +396,70 @@ std::string utilization_section(const std::vector<ReportRun>& runs, int number) 
   return out + "</section>";
 }
 
+bool has_arrivals(const ReportRun& run) {
+  for (const ReportPoints& rank : run.arrival_lag_ms)
+    if (!rank.empty()) return true;
+  return false;
+}
+
+std::string arrival_lag_chart(const ReportRun& run) {
+  double steps = 1, lag = 0;
+  for (const ReportPoints& rank : run.arrival_lag_ms) {
+    for (const auto& [step, ms] : rank) steps = std::max(steps, step), lag = std::max(lag, ms);
+  }
+  const PlotBox box{78, 12, 740, 280};
+  const auto [x_lo, x_hi] = nice_range(1, steps, 8);
+  const auto [y_lo, y_hi] = nice_range(0, lag > 0 ? lag : 1, 6);
+  const Scale x(x_lo, x_hi, box.left, box.right), y(y_lo, y_hi, box.bottom, box.top);
+  std::string legend = "<ul class=\"legend\">";
+  std::string svg =
+      fmt::format("<svg class=\"chart\" viewBox=\"0 0 760 330\" role=\"img\" aria-label=\"Arrival lag per step, {}\">",
+                  esc(run.label));
+  svg += svg_axes(x, y, box, "step", "lag behind the first rank", "", " ms");
+  for (std::size_t r = 0; r < run.arrival_lag_ms.size(); ++r) {
+    const ReportPoints& points = run.arrival_lag_ms[r];
+    const char* color = kDeviceColors[r % kDeviceColors.size()];
+    Points pixels;
+    double sum = 0;
+    for (const auto& [step, ms] : points) {
+      sum += ms;
+      pixels.emplace_back(x(step), y(std::max(ms, 0.0)));
+    }
+    const std::string name =
+        fmt::format("rank {} (mean {} ms){}", r, points.empty() ? "—" : format_number(sum / points.size()),
+                    static_cast<int>(r) == run.straggler_rank ? ", the straggler" : "");
+    legend += legend_item(color, name, "thin");
+    svg += fmt::format(
+        "<polyline class=\"series\" data-rank=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" "
+        "stroke-width=\"1.6\" stroke-linejoin=\"round\" opacity=\"0.9\"><title>{} · {}</title></polyline>",
+        r, svg_points(pixels), color, esc(run.label), esc(name));
+  }
+  return legend + "</ul>" + svg + "</svg>";
+}
+
+// The largest run with arrivals: the rank that holds the others back shows as the line above.
+std::string arrival_section(const std::vector<ReportRun>& runs, int number) {
+  const ReportRun* main_run = nullptr;
+  for (const ReportRun& r : runs)
+    if (has_arrivals(r) && (!main_run || r.devices > main_run->devices)) main_run = &r;
+  std::string out = section_start(
+      "arrivals", number, "Arrival lag per step",
+      "How long after the first rank each rank started its gradient allreduces: the rank above the others arrives "
+      "last, and every other rank waits for it. Phase times cannot show this, since the allreduce makes every "
+      "rank's step end together.");
+  if (!main_run) {
+    return out +
+           "<figure id=\"arrival-chart\"><p class=\"muted\">No run here recorded arrivals at gradient collectives: "
+           "they are recorded with two or more devices (one device waits for no one).</p></figure></section>";
+  }
+  out += "<figure id=\"arrival-chart\">" + arrival_lag_chart(*main_run);
+  out += fmt::format(
+      "<figcaption>{}, one line per rank: its mean lag over a step's collectives, averaged over consecutive steps "
+      "into at most 200 points.</figcaption></figure>",
+      esc(main_run->label));
+  return out + "</section>";
+}
+
 std::string ablation_section(const std::vector<AblationRow>& ablations, int number) {
   std::string out = section_start(
       "ablation-results", number, "Ablations: one habit changed at a time",
@@ -559,6 +623,7 @@ std::string render_report_html(const ReportView& view) {
   out += speedup_section(view, ++number);
   out += phase_section(view.runs, ++number);
   out += utilization_section(view.runs, ++number);
+  out += arrival_section(view.runs, ++number);
   // compare.json has neither; an empty list in doctor.json still gets its section and says so.
   if (view.ablations) out += ablation_section(*view.ablations, ++number);
   if (view.findings) out += findings_section(*view.findings, ++number);

@@ -80,6 +80,23 @@ std::optional<std::array<double, kPhaseCount>> phase_seconds_of(const Json& summ
   return seconds;
 }
 
+// Point k of a rank's series averages the steps [k * steps / n, (k + 1) * steps / n): it is
+// drawn at the first of them, counted from 1.
+std::vector<ReportPoints> arrival_lag_of(const Json& summary) {
+  const Json& arrivals = member(summary, "arrivals");
+  const double steps = number_of(arrivals, "steps");
+  std::vector<ReportPoints> out;
+  for (const Json& series : array_of(arrivals, "lag_ms_per_rank")) {
+    ReportPoints& points = out.emplace_back();
+    if (!series.is_array() || !std::isfinite(steps)) continue;
+    const double n = static_cast<double>(series.size());
+    for (std::size_t k = 0; k < series.size(); ++k) {
+      if (series[k].is_number()) points.emplace_back(std::floor(k * steps / n) + 1, series[k].get<double>());
+    }
+  }
+  return out;
+}
+
 ReportRun run_of(const Json& r) {
   const Json& summary = member(r, "summary");
   const Json& config = member(summary, "config");
@@ -96,6 +113,9 @@ ReportRun run_of(const Json& r) {
   run.monitor_interval_ms = number_of(config, "monitor_interval_ms");
   run.per_step_probe = text_of(config, "monitor_mode") == "per-step";
   run.command = text_of(r, "command");
+  run.arrival_lag_ms = arrival_lag_of(summary);
+  const double straggler = number_of(member(member(summary, "arrivals"), "straggler"), "rank");
+  run.straggler_rank = std::isfinite(straggler) ? as_int(straggler) : -1;
   return run;
 }
 

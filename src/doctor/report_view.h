@@ -37,6 +37,10 @@ struct ReportRun {
   double monitor_interval_ms = 0;
   bool per_step_probe = false;  // monitor_mode "per-step": read inside the training step
   std::string command;
+  // Per rank: (step, mean lag behind the first arrival at its gradient collectives, ms),
+  // from summary.json's arrivals; empty on one device.
+  std::vector<ReportPoints> arrival_lag_ms;
+  int straggler_rank = -1;  // the summary's arrival straggler, -1 for none
 };
 
 // A predicted speedup curve at the configuration's own shape, for one interconnect.

@@ -53,6 +53,30 @@ nlohmann::ordered_json sched_json(const SchedDelta& d) {
           {"steal_seconds", d.steal_seconds ? nlohmann::ordered_json(*d.steal_seconds) : nullptr}};
 }
 
+nlohmann::ordered_json arrivals_json(const ArrivalSummary& a) {
+  nlohmann::ordered_json j;
+  j["collectives"] = a.collectives;
+  j["steps"] = a.steps;
+  j["dropped"] = a.dropped;
+  j["per_rank"] = nlohmann::ordered_json::array();
+  for (const RankArrival& r : a.per_rank) {
+    j["per_rank"].push_back({{"times_last", r.times_last},
+                             {"lag_ns", r.lag_ns},
+                             {"wait_ns", r.wait_ns},
+                             {"caused_wait_ns", r.caused_wait_ns}});
+  }
+  if (a.straggler) {
+    j["straggler"] = {{"rank", a.straggler->rank},
+                      {"last_share", a.straggler->last_share},
+                      {"late_seconds", a.straggler->late_seconds},
+                      {"cost_seconds_per_step", a.straggler->cost_seconds_per_step}};
+  } else {
+    j["straggler"] = nullptr;
+  }
+  j["lag_ms_per_rank"] = a.lag_ms_per_rank;
+  return j;
+}
+
 // Readers that name the field they could not read ("summary.json field "epochs" is ...").
 const Json& member(const Json& j, const std::string& key, const std::string& where) {
   if (!j.is_object()) throw DataError(fmt::format("{} is not a JSON object", where));
@@ -132,12 +156,59 @@ ThreadCensus read_census(const Json& j) {
   return t;
 }
 
+ArrivalSummary read_arrivals(const Json& j, const std::string& where) {
+  ArrivalSummary a;
+  a.collectives = read<int64_t>(j, "collectives", where);
+  a.steps = read<int64_t>(j, "steps", where);
+  a.dropped = read<int64_t>(j, "dropped", where);
+  for (const auto& rank : read_array(j, "per_rank", where)) {
+    const std::string at = where + " per_rank";
+    a.per_rank.push_back({.times_last = read<int64_t>(rank, "times_last", at),
+                          .lag_ns = read<int64_t>(rank, "lag_ns", at),
+                          .wait_ns = read<int64_t>(rank, "wait_ns", at),
+                          .caused_wait_ns = read<int64_t>(rank, "caused_wait_ns", at)});
+  }
+  const Json& straggler = member(j, "straggler", where);
+  if (!straggler.is_null()) {
+    const std::string at = where + " straggler";
+    a.straggler = Straggler{.rank = static_cast<int>(read<int64_t>(straggler, "rank", at)),
+                            .last_share = read<double>(straggler, "last_share", at),
+                            .late_seconds = read<double>(straggler, "late_seconds", at),
+                            .cost_seconds_per_step = read<double>(straggler, "cost_seconds_per_step", at)};
+  }
+  for (const auto& series : read_array(j, "lag_ms_per_rank", where)) {
+    std::vector<double>& points = a.lag_ms_per_rank.emplace_back();
+    for (const auto& point : series) {
+      if (!point.is_number()) {
+        throw DataError(fmt::format("{} field \"lag_ms_per_rank\" holds {}, expected numbers", where, point.dump()));
+      }
+      points.push_back(point.get<double>());
+    }
+  }
+  return a;
+}
+
 // An option's text from its "config" value: what config_json typed it from.
 std::string option_text(const Json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
 
 bool same_allreduce(const AllreduceStats& a, const AllreduceStats& b) {
   return a.calls == b.calls && a.bytes == b.bytes && a.seconds == b.seconds &&
          a.in_flight_seconds == b.in_flight_seconds && a.hidden_seconds == b.hidden_seconds;
+}
+
+bool same_arrivals(const ArrivalSummary& a, const ArrivalSummary& b) {
+  const auto same_rank = [](const RankArrival& x, const RankArrival& y) {
+    return x.times_last == y.times_last && x.lag_ns == y.lag_ns && x.wait_ns == y.wait_ns &&
+           x.caused_wait_ns == y.caused_wait_ns;
+  };
+  const auto same_straggler = [](const std::optional<Straggler>& x, const std::optional<Straggler>& y) {
+    if (!x || !y) return x.has_value() == y.has_value();
+    return x->rank == y->rank && x->last_share == y->last_share && x->late_seconds == y->late_seconds &&
+           x->cost_seconds_per_step == y->cost_seconds_per_step;
+  };
+  return a.collectives == b.collectives && a.steps == b.steps && a.dropped == b.dropped &&
+         std::equal(a.per_rank.begin(), a.per_rank.end(), b.per_rank.begin(), b.per_rank.end(), same_rank) &&
+         same_straggler(a.straggler, b.straggler) && a.lag_ms_per_rank == b.lag_ms_per_rank;
 }
 
 bool same_sched(const SchedDelta& a, const SchedDelta& b) {
@@ -201,7 +272,8 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
          same_list(a.allreduce_per_rank, b.allreduce_per_rank) &&
          std::equal(a.sched_per_rank.begin(), a.sched_per_rank.end(), b.sched_per_rank.begin(), b.sched_per_rank.end(),
                     same_sched) &&
-         a.cores_per_rank == b.cores_per_rank && a.threads_per_rank == b.threads_per_rank;
+         a.cores_per_rank == b.cores_per_rank && a.threads_per_rank == b.threads_per_rank &&
+         same_arrivals(a.arrivals, b.arrivals) && a.warnings == b.warnings;
 }
 
 nlohmann::ordered_json to_json(const RunSummary& s) {
@@ -255,6 +327,8 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
     j["threads_per_rank"].push_back(
         {{"threads", t.threads}, {"omp_threads", t.omp_threads}, {"blas_threads", t.blas_threads}});
   }
+  j["arrivals"] = arrivals_json(s.arrivals);
+  j["warnings"] = s.warnings;
   return j;
 }
 
@@ -323,6 +397,13 @@ void from_json(const Json& j, RunSummary& s) {
   }
   if (j.contains("threads_per_rank")) {
     for (const auto& rank : read_array(j, "threads_per_rank", where)) s.threads_per_rank.push_back(read_census(rank));
+  }
+  s.arrivals = read_arrivals(member(j, "arrivals", where), where + " arrivals");
+  for (const auto& warning : read_array(j, "warnings", where)) {
+    if (!warning.is_string()) {
+      throw DataError(fmt::format("{} field \"warnings\" holds {}, expected strings", where, warning.dump()));
+    }
+    s.warnings.push_back(warning.get<std::string>());
   }
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dist/grad_reducer.h"
+#include "observe/arrival_lag.h"
 #include "observe/phase.h"
 #include "observe/sched_stats.h"
 #include "observe/thread_census.h"
@@ -24,6 +25,19 @@ struct Config;  // train/config.h
 
 using PhaseSeconds = std::array<double, kPhaseCount>;
 using OptionTexts = std::vector<std::pair<std::string, std::string>>;  // (snake_case name, text)
+
+// When the ranks arrived at the gradient collectives (observe/arrival_lag.h), over a run.
+struct ArrivalSummary {
+  int64_t collectives = 0;  // per rank, analysed
+  int64_t steps = 0;        // the synchronising backwards they span (collectives / per step)
+  int64_t dropped = 0;      // over all ranks: arrivals beyond the buffer, not analysed
+  std::vector<RankArrival> per_rank;
+  std::optional<Straggler> straggler;
+  // Per rank: its mean lag behind the first arrival over a step's collectives (ms), per
+  // step, averaged over consecutive steps into at most kArrivalChartPoints points.
+  std::vector<std::vector<double>> lag_ms_per_rank;
+};
+inline constexpr std::size_t kArrivalChartPoints = 200;
 
 struct RunSummary {
   std::string version = DDPSCOPE_VERSION;
@@ -58,6 +72,9 @@ struct RunSummary {
   // when some rank could not read /proc (the run still succeeds).
   std::vector<SchedDelta> sched_per_rank;
   std::vector<std::vector<int>> cores_per_rank;  // the cores each rank may run on (sched_getaffinity)
+  // Filled by gather_arrivals (train/gather_arrivals.h); all zero and empty on one rank.
+  ArrivalSummary arrivals;
+  std::vector<std::string> warnings;  // what the run could not measure, in words
 
   // Catalogue (issue 15), filled by Trainer::Run::finish through gather_thread_census: every
   // rank's threads and thread settings near the end of training, indexed by rank.

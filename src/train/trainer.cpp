@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string>
 
 #include "base/stop_signal.h"
 #include "data/loader.h"
@@ -20,6 +22,7 @@
 #include "observe/trace_writer.h"
 #include "tensor/gemm.h"
 #include "train/epoch_plan.h"
+#include "train/gather_arrivals.h"
 #include "train/gather_stats.h"
 #include "train/metric_sink.h"
 #include "train/progress_bar.h"
@@ -95,7 +98,10 @@ class Trainer::Run {
   void log_training_metrics();
   void stop_if_signalled(LightningModule& module, int64_t epoch, int64_t next_batch);
   void save_checkpoints(LightningModule& module, int64_t epoch, int64_t next_batch, bool periodic);
+  EpochPlan rank_epoch_plan() const;
   void start_trace();
+  void start_arrivals();
+  void start_arrival_clock();
   void finish(LightningModule& module);
   void write_trace();
   Metrics global_mean(const Metrics& local);
@@ -126,6 +132,7 @@ class Trainer::Run {
   std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
   int64_t clock_offset_ns_ = 0;
   std::optional<SchedSnapshot> sched_start_;  // this thread's, as training starts
+  std::unique_ptr<ArrivalBuffer> arrivals_;   // with more than one rank
 };
 
 void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
@@ -168,15 +175,20 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   train_loader_ = std::make_unique<Loader>(*train_spec_.dataset, train_spec_.batch_size, train_spec_.num_workers);
   val_loader_ = std::make_unique<Loader>(*val_spec_.dataset, val_spec_.batch_size, val_spec_.num_workers);
   if (options_.profiler == Profiler::kTrace) start_trace();
+  if (comm_.size() > 1) start_arrivals();
   utilization_ = std::make_unique<UtilizationWatch>(options_);
   outputs_.start_logging();
 }
 
+EpochPlan Trainer::Run::rank_epoch_plan() const {
+  return plan_epoch(samples_per_rank(train_spec_.dataset->size(), comm_.size()), train_spec_.batch_size,
+                    {options_.limit_train_batches, options_.limit_train_batches_is_count},
+                    options_.accumulate_grad_batches);
+}
+
 // Spans for every phase switch and allreduce, in a buffer sized for the whole run up front.
 void Trainer::Run::start_trace() {
-  const EpochPlan plan = plan_epoch(samples_per_rank(train_spec_.dataset->size(), comm_.size()), train_spec_.batch_size,
-                                    {options_.limit_train_batches, options_.limit_train_batches_is_count},
-                                    options_.accumulate_grad_batches);
+  const EpochPlan plan = rank_epoch_plan();
   const int64_t batches = plan.micro_batches;
   const int64_t buckets = static_cast<int64_t>(reducer_->num_buckets());
   const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
@@ -195,6 +207,33 @@ void Trainer::Run::start_trace() {
   }
 }
 
+// Arrivals at every gradient collective, in a buffer sized for the whole run up front; its
+// origin is taken after a barrier when training starts (fit).
+void Trainer::Run::start_arrivals() {
+  const EpochPlan plan = rank_epoch_plan();
+  const int64_t syncs = options_.sync_every_micro_batch ? plan.micro_batches : plan.optimizer_steps;
+  const auto per_sync = static_cast<int64_t>(reducer_->collectives_per_sync());
+  const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
+  constexpr int64_t kMaxArrivals = int64_t{1} << 22;  // 32 MB: beyond it arrivals are counted, not kept
+  const int64_t planned = epochs < 0 ? kMaxArrivals : epochs * syncs * per_sync + per_sync;
+  arrivals_ = std::make_unique<ArrivalBuffer>(static_cast<std::size_t>(std::min(planned, kMaxArrivals)));
+  reducer_->record_arrivals(arrivals_.get());
+}
+
+// The ranks' common clock for arrivals: each rank's steady time right after one barrier,
+// which agrees within the barrier's exit skew on any cluster. Ranks on one host share the
+// steady clock itself, so there they take rank zero's origin and agree exactly: on a busy
+// host the exit skew reaches milliseconds, as much as the lags being measured.
+void Trainer::Run::start_arrival_clock() {
+  comm_.barrier();
+  const auto origin = static_cast<uint64_t>(steady_now_ns());
+  const std::vector<uint64_t> origins = comm_.allgather(origin);
+  const std::vector<uint64_t> hosts =
+      comm_.allgather(static_cast<uint64_t>(std::hash<std::string>{}(comm_.host_name())));
+  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](uint64_t h) { return h == hosts[0]; });
+  arrivals_->set_origin(static_cast<int64_t>(one_host ? origins[0] : origin));
+}
+
 void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
   StopSignals signals;
   setup(module, data);
@@ -203,6 +242,7 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
     return;
   }
   sched_start_ = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
+  if (arrivals_) start_arrival_clock();
   try {
     for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++start_point_.epoch) {
       const bool completed = train_epoch(module);
@@ -397,6 +437,7 @@ void Trainer::Run::finish(LightningModule& module) {
   gather_thread_census(comm_, take_thread_census(), stats_);
   const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
   gather_sched_stats(comm_, sched_start_, stats_);
+  if (arrivals_) gather_arrivals(comm_, *arrivals_, static_cast<int64_t>(reducer_->collectives_per_sync()), stats_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every
   // run, however short, ends with a device_<rank>_utilization row in its metrics.

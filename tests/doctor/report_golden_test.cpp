@@ -61,6 +61,27 @@ TEST(ReportGolden, SeedDoctorFromUnorderedJson) {
   expect_golden("seed_doctor_sorted", Json(sorted));
 }
 
+// The arrival lag chart: the 2-device run's ranks, rank 1 last and named the straggler.
+TEST(ReportGolden, SeedDoctorWithArrivals) {
+  Json doc = load_fixture("seed_doctor.json");
+  for (Json& run : doc["runs"]) {
+    if (run["summary"]["world_size"] != 2) continue;
+    Json lag0 = Json::array(), lag1 = Json::array();
+    for (int k = 0; k < 40; ++k) {
+      lag0.push_back(0.01 * (k % 3));
+      lag1.push_back(0.8 + 0.05 * (k % 7));
+    }
+    run["summary"]["arrivals"] = {
+        {"collectives", 400},
+        {"steps", 400},
+        {"dropped", 0},
+        {"per_rank", Json::array()},
+        {"straggler", {{"rank", 1}, {"last_share", 0.97}, {"late_seconds", 9e-4}, {"cost_seconds_per_step", 8.7e-4}}},
+        {"lag_ms_per_rank", {lag0, lag1}}};
+  }
+  expect_golden("seed_doctor_arrivals", doc);
+}
+
 TEST(ReportGolden, MinimalCompare) { expect_golden("minimal_compare", load_fixture("minimal_compare.json")); }
 
 // The branches the seed fixture does not reach: linear axes, the per-step probe, a failed

@@ -76,8 +76,8 @@ TEST(ReportHtml, ReferencesNothingOnTheNetwork) {
 
 TEST(ReportHtml, HasEverySection) {
   const std::string html = render_report_html(load_fixture("seed_doctor.json"));
-  for (const char* id :
-       {"speedup-chart", "phase-chart", "utilization-chart", "ablations", "findings", "predictions", "reproduce"}) {
+  for (const char* id : {"speedup-chart", "phase-chart", "utilization-chart", "arrival-chart", "ablations", "findings",
+                         "predictions", "reproduce"}) {
     EXPECT_EQ(count(html, std::string("id=\"") + id + "\""), 1u) << id;
   }
   EXPECT_NE(html.find("Why are 2 devices only 1.40× faster than one?"), std::string::npos);
@@ -226,14 +226,31 @@ TEST(ReportHtml, EscapesEveryStringFromTheJson) {
 TEST(ReportHtml, RendersCompareJsonWithoutAblationsOrFindings) {
   const std::string html = render_report_html(load_fixture("minimal_compare.json"));
   EXPECT_NE(html.find("ddpscope compare report"), std::string::npos);
-  for (const char* id : {"speedup-chart", "phase-chart", "utilization-chart", "predictions", "reproduce"}) {
+  for (const char* id :
+       {"speedup-chart", "phase-chart", "utilization-chart", "arrival-chart", "predictions", "reproduce"}) {
     EXPECT_EQ(count(html, std::string("id=\"") + id + "\""), 1u) << id;
   }
   EXPECT_EQ(count(html, "id=\"findings\""), 0u);
   EXPECT_EQ(count(html, "id=\"ablations\""), 0u);
-  EXPECT_NE(html.find("<span class=\"num\">6.</span>Reproduce"), std::string::npos) << "sections renumber";
+  EXPECT_NE(html.find("<span class=\"num\">7.</span>Reproduce"), std::string::npos) << "sections renumber";
   EXPECT_NE(html.find("No run here carries utilization samples"), std::string::npos);
   EXPECT_NE(html.find("ddpscope compare --devices 1 --max-epochs 10"), std::string::npos);
+}
+
+TEST(ReportHtml, DrawsOneArrivalLagSeriesPerRankOrSaysWhyThereIsNone) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  std::string html = render_report_html(doc);
+  EXPECT_EQ(count(html, "data-rank="), 0u);
+  EXPECT_NE(html.find("No run here recorded arrivals at gradient collectives"), std::string::npos);
+  for (auto& run : doc["runs"]) {
+    if (run["devices"] != 2) continue;
+    run["summary"]["arrivals"] = {
+        {"steps", 10}, {"straggler", {{"rank", 0}}}, {"lag_ms_per_rank", {{0.5, 0.7}, {0.0, 0.0}}}};
+  }
+  html = render_report_html(doc);
+  EXPECT_EQ(count(html, "data-rank="), 2u);
+  EXPECT_NE(html.find("rank 0 (mean 0.6 ms), the straggler"), std::string::npos);
+  EXPECT_EQ(html.find("No run here recorded arrivals"), std::string::npos);
 }
 
 TEST(ReportHtml, EmptyFindingsKeepTheListAndSaySo) {

@@ -155,6 +155,21 @@ TEST(ReportView, CompareJsonHasNeitherAblationsNorFindings) {
   EXPECT_TRUE(with_findings.findings->empty());
 }
 
+TEST(ReportView, ReadsEachRanksArrivalLagPerStepAndTheStraggler) {
+  const Json doc = Json::parse(R"({"runs": [{"devices": 2, "summary": {"arrivals": {"steps": 5,
+    "straggler": {"rank": 1}, "lag_ms_per_rank": [[0, 0.1], [1.5, "x", 2.5]]}}}, {"devices": 1, "summary": {}}]})");
+  const ReportView view = build_report_view(doc);
+  ASSERT_EQ(view.runs.size(), 2u);
+  const ReportRun& two = view.runs[0];
+  EXPECT_EQ(two.straggler_rank, 1);
+  ASSERT_EQ(two.arrival_lag_ms.size(), 2u);
+  // Point k of n stands for the steps from k * 5 / n: drawn at the first of them, from 1.
+  EXPECT_EQ(two.arrival_lag_ms[0], (ReportPoints{{1, 0}, {3.0, 0.1}}));
+  EXPECT_EQ(two.arrival_lag_ms[1], (ReportPoints{{1, 1.5}, {4.0, 2.5}}));  // a mistyped point is left out
+  EXPECT_TRUE(view.runs[1].arrival_lag_ms.empty());
+  EXPECT_EQ(view.runs[1].straggler_rank, -1);
+}
+
 TEST(ReportView, MissingAndMistypedFieldsBecomeAbsent) {
   const ReportView view = build_report_view(Json::parse(R"({
     "schema": 7, "config": [], "notes": ["kept", 3], "runs": [5, {"label": "x", "summary": {"world_size": 2,

@@ -59,6 +59,15 @@ RunSummary two_rank_summary() {
                        .involuntary_switches = 1021,
                        .steal_seconds = 0.25}};
   s.cores_per_rank = {{0}, {1, 3}};
+  s.arrivals.collectives = 12;
+  s.arrivals.steps = 12;
+  s.arrivals.dropped = 2;
+  s.arrivals.per_rank = {{.times_last = 1, .lag_ns = 40'000, .wait_ns = 9'100'000, .caused_wait_ns = 40'000},
+                         {.times_last = 11, .lag_ns = 9'100'000, .wait_ns = 40'000, .caused_wait_ns = 9'060'000}};
+  s.arrivals.straggler = Straggler{
+      .rank = 1, .last_share = 11.0 / 12, .late_seconds = 9.06e-3 / 11, .cost_seconds_per_step = 9.06e-3 / 12};
+  s.arrivals.lag_ms_per_rank = {{0.0, 0.04}, {0.75, 0.76}};
+  s.warnings = {"2 arrivals at gradient collectives did not fit the buffer and were dropped"};
   return s;
 }
 
@@ -82,6 +91,11 @@ TEST(RunSummary, ReadsBackEveryFieldItWrote) {
   no_proc.sched_per_rank.clear();
   EXPECT_TRUE(read_back(to_json(no_proc)) == no_proc);
   EXPECT_FALSE(read_back(to_json(no_proc)) == s);
+  RunSummary no_straggler = s;
+  no_straggler.arrivals.straggler.reset();
+  EXPECT_TRUE(to_json(no_straggler)["arrivals"]["straggler"].is_null());
+  EXPECT_TRUE(read_back(to_json(no_straggler)) == no_straggler);
+  EXPECT_FALSE(read_back(to_json(no_straggler)) == s);
 }
 
 TEST(RunSummary, WritesEachRanksSchedStatsAndCores) {
@@ -182,6 +196,17 @@ void expect_same_text_after_a_round_trip(const std::string& options, const std::
     EXPECT_GE(s.sched_per_rank[r].wait_share, 0) << r;
     EXPECT_LE(s.sched_per_rank[r].wait_share, 1) << r;
     EXPECT_FALSE(s.cores_per_rank[r].empty()) << r;
+  }
+  // Arrivals at the gradient collectives: compared across ranks only when there are several.
+  EXPECT_TRUE(s.warnings.empty());
+  EXPECT_EQ(s.arrivals.per_rank.size(), world > 1 ? static_cast<std::size_t>(world) : 0u);
+  EXPECT_EQ(s.arrivals.lag_ms_per_rank.size(), world > 1 ? static_cast<std::size_t>(world) : 0u);
+  if (world > 1) {
+    EXPECT_EQ(s.arrivals.steps, s.optimizer_steps_run);  // one bucket, one collective per step
+    EXPECT_EQ(s.arrivals.collectives, s.arrivals.steps);
+    EXPECT_EQ(s.arrivals.dropped, 0);
+  } else {
+    EXPECT_EQ(s.arrivals.collectives, 0);
   }
 }
 

@@ -1,0 +1,46 @@
+// A configuration without a problem gets none of the cause findings, over several runs, so
+// that noise alone never writes one (issue 15): the same small 1- and 2-device runs as the
+// injection tests, each time read back as the doctor reads them, through every rule.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "doctor/findings.h"
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+// Words of the titles of the findings that name a cause (findings_straggler.cpp,
+// findings_catalogue.cpp).
+const std::vector<std::string> kCauseWords = {"arrives last", "threads x", "Input starvation",
+                                              "allreduces per optimizer step where", "Gradient buckets of"};
+
+TEST(CleanRun, NoCauseIsFoundInThreeRepeatsOfAConfigurationWithoutOne) {
+  Config c;
+  c.data.dataset_size = 2048;
+  c.data.batch_size = 64;
+  c.model.hidden_size = 64;
+  c.model.hidden_layers = 2;
+  c.trainer.max_epochs = 3;
+  c.trainer.logger = {};
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const std::string tag = "clean_" + std::to_string(repeat);
+    const RunRecord one = run_training(DDPSCOPE_BINARY, c, 1, 3, "devices=1", testing::fresh_dir(tag + "_1"));
+    const RunRecord two = run_training(DDPSCOPE_BINARY, c, 2, 3, "devices=2", testing::fresh_dir(tag + "_2"));
+    ASSERT_TRUE(one.ok) << one.error;
+    ASSERT_TRUE(two.ok) << two.error;
+    FindingInputs in;
+    in.device_runs = {&one, &two};
+    in.workload = workload_from_run_summary(two.summary);
+    for (const Finding& f : find_problems(in)) {
+      for (const std::string& words : kCauseWords) {
+        EXPECT_EQ(f.title.find(words), std::string::npos) << "repeat " << repeat << ": " << f.title << "\n" << f.detail;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ddp

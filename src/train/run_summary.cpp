@@ -152,7 +152,7 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
          a.training_flops_per_sample == b.training_flops_per_sample &&
          a.gemm_peak_flops_per_second == b.gemm_peak_flops_per_second &&
          a.utilization_per_rank == b.utilization_per_rank && same_allreduce(a.allreduce, b.allreduce) &&
-         same_list(a.allreduce_per_rank, b.allreduce_per_rank);
+         same_list(a.allreduce_per_rank, b.allreduce_per_rank) && a.steady_epochs == b.steady_epochs;
 }
 
 nlohmann::ordered_json to_json(const RunSummary& s) {
@@ -198,6 +198,11 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   j["allreduce"] = allreduce_json(s.allreduce);
   j["allreduce_per_rank"] = nlohmann::ordered_json::array();
   for (const AllreduceStats& a : s.allreduce_per_rank) j["allreduce_per_rank"].push_back(allreduce_json(a));
+  if (s.steady_epochs.count > 0) {
+    j["steady_epochs"] = {{"count", s.steady_epochs.count},
+                          {"mean_seconds", s.steady_epochs.mean_seconds},
+                          {"sd_seconds", s.steady_epochs.sd_seconds}};
+  }
   return j;
 }
 
@@ -257,6 +262,13 @@ void from_json(const Json& j, RunSummary& s) {
   s.allreduce = read_allreduce(member(j, "allreduce", where), where + " allreduce");
   for (const auto& rank : read_array(j, "allreduce_per_rank", where)) {
     s.allreduce_per_rank.push_back(read_allreduce(rank, where + " allreduce_per_rank"));
+  }
+  if (j.contains("steady_epochs")) {  // absent: fewer than 3 epochs, or a summary.json from before it
+    const Json& steady = j["steady_epochs"];
+    const std::string in = where + " steady_epochs";
+    s.steady_epochs = {.count = read<int64_t>(steady, "count", in),
+                       .mean_seconds = read<double>(steady, "mean_seconds", in),
+                       .sd_seconds = read<double>(steady, "sd_seconds", in)};
   }
 }
 

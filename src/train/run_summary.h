@@ -15,6 +15,7 @@
 
 #include "dist/grad_reducer.h"
 #include "observe/phase.h"
+#include "train/epoch_spread.h"
 
 namespace ddp {
 
@@ -50,6 +51,11 @@ struct RunSummary {
   std::vector<std::vector<std::pair<double, double>>> utilization_per_rank;
   AllreduceStats allreduce;  // rank zero's
   std::vector<AllreduceStats> allreduce_per_rank;
+
+  // Filled by the trainer at each epoch end, on rank zero (why: trainer.cpp): the run's own
+  // noise for the doctor (run_with_epoch_spread). "steady_epochs" in the file, left out
+  // while zero-count (fewer than 3 epochs).
+  EpochSpread steady_epochs;
 
   double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
   PhaseSeconds mean_phases() const;                // over ranks: summary.json's "phases"

@@ -46,6 +46,7 @@ RunSummary two_rank_summary() {
   s.utilization_per_rank = {{{0.1, 97.5}, {0.2, 100}}, {{0.1, 88.25}}};
   s.allreduce_per_rank = {{6, 3231768, 0.0421, 0.05, 0.012}, {6, 3231768, 0.0387, 0.049, 0.02}};
   s.allreduce = s.allreduce_per_rank[0];
+  s.steady_epochs = {.count = 2, .mean_seconds = 0.593, .sd_seconds = 0.0212};
   return s;
 }
 
@@ -116,26 +117,44 @@ TEST(RunSummary, AMissingOrMistypedFieldIsNamed) {
   bad["phases_per_rank"][1].erase("forward");
   EXPECT_EQ(message_for(bad), "summary.json phases_per_rank has no \"forward\"");
   bad = good;
+  bad["steady_epochs"].erase("sd_seconds");
+  EXPECT_EQ(message_for(bad), "summary.json steady_epochs has no \"sd_seconds\"");
+  bad = good;
+  bad.erase("steady_epochs");  // a summary.json from before it: no spread, not an error
+  EXPECT_EQ(read_back(bad).steady_epochs, EpochSpread{});
   bad["schema"] = "ddpscope.summary/2";
   EXPECT_EQ(message_for(bad),
             "summary.json field \"schema\" is \"ddpscope.summary/2\", expected \"ddpscope.summary/1\"");
 }
 
 // What the trainer writes, through the command line: read and written again, byte for byte.
-void expect_same_text_after_a_round_trip(const std::string& options, const std::string& name) {
+RunSummary expect_same_text_after_a_round_trip(const std::string& options, const std::string& name,
+                                               int epochs = 2) {
   const auto dir = testing::fresh_dir(name);
   const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
                                           " train --dataset-size 64 --batch-size 16 "
-                                          "--hidden-size 8 --max-epochs 2 --progress-bar off --version 0 " +
-                                          options,
+                                          "--hidden-size 8 --progress-bar off --version 0 --max-epochs " +
+                                          std::to_string(epochs) + " " + options,
                                       dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return {};
   const std::string text = testing::read_text(dir / "ddpscope_logs" / "version_0" / "summary.json");
   const RunSummary s = read_back(nlohmann::ordered_json::parse(text));
   EXPECT_EQ(to_json(s).dump(2) + "\n", text);
   EXPECT_TRUE(read_back(to_json(s)) == s);
   EXPECT_GT(s.optimizer_steps_run, 0);
   EXPECT_GT(s.training_flops_per_sample, 0);
+  return s;
+}
+
+// The steady epochs are the 2nd to the last: their mean is the time between the first and
+// the last epoch's ends over their count (up to rounding), and they vary.
+void expect_steady_epochs_of_the_run(const RunSummary& s, int epochs) {
+  EXPECT_EQ(s.steady_epochs.count, epochs - 1);
+  EXPECT_NEAR(s.steady_epochs.mean_seconds,
+              (s.last_epoch_end_seconds - s.first_epoch_end_seconds) / (epochs - 1), 1e-9);
+  EXPECT_GT(s.steady_epochs.sd_seconds, 0);
+  EXPECT_LT(s.steady_epochs.sd_seconds, s.last_epoch_end_seconds);
 }
 
 TEST(RunSummary, ASummaryJsonWrittenByTrainRoundTripsToTheSameText) {
@@ -145,6 +164,23 @@ TEST(RunSummary, ASummaryJsonWrittenByTrainRoundTripsToTheSameText) {
 TEST(RunSummary, ATwoRankSummaryJsonRoundTripsToTheSameText) {
   expect_same_text_after_a_round_trip("--devices 2 --limit-train-batches 0.5 --accumulate-grad-batches 2",
                                       "run_summary_two_ranks");
+}
+
+TEST(RunSummary, ARunOfTwoEpochsHasNoSteadyEpochsInItsFile) {
+  const RunSummary s = expect_same_text_after_a_round_trip("", "run_summary_two_epochs");
+  EXPECT_EQ(s.steady_epochs, EpochSpread{});
+  EXPECT_FALSE(to_json(s).contains("steady_epochs"));
+}
+
+TEST(RunSummary, SteadyEpochsOfOneRankRoundTripToTheSameText) {
+  const RunSummary s = expect_same_text_after_a_round_trip("", "run_summary_steady_one_rank", 5);
+  expect_steady_epochs_of_the_run(s, 5);
+  EXPECT_EQ(to_json(s)["steady_epochs"]["count"], 4);
+}
+
+TEST(RunSummary, SteadyEpochsOfTwoRanksRoundTripToTheSameText) {
+  const RunSummary s = expect_same_text_after_a_round_trip("--devices 2", "run_summary_steady_two_ranks", 4);
+  expect_steady_epochs_of_the_run(s, 4);
 }
 
 }  // namespace

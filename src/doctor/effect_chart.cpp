@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kSlowerColor = "#e15759";
 constexpr const char* kFasterColor = "#59a14f";
 constexpr const char* kInsideNoiseColor = "#9aa3ad";
-constexpr const char* kBandColor = "#d4d8dd";
+constexpr const char* kBandColor = "#dde1e6";
 constexpr const char* kErrorBarColor = "#1d2330";
 
 bool has_effect(const AblationRow& a) { return a.error.empty() && std::isfinite(a.effect); }
@@ -65,7 +65,7 @@ std::string ablation_effect_chart(const std::vector<AblationRow>& ablations) {
     if (std::isfinite(a->baseline_band)) {
       const double b = 100 * a->baseline_band;
       svg += fmt::format(
-          "<rect class=\"noise-band\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.6\">"
+          "<rect class=\"noise-band\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
           "<title>the baseline's noise: ±{:.1f} %</title></rect>",
           svg_coord(x(-b)), svg_coord(row_y - kGap / 2), svg_coord(x(b) - x(-b)), svg_coord(kRow + kGap), kBandColor,
           b);

@@ -1,7 +1,9 @@
 #include "doctor/report_html.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -274,19 +276,22 @@ TEST(ReportHtml, DrawsEachAblationsErrorBarOverItsBaselinesNoiseBand) {
   EXPECT_EQ(count(chart, "class=\"noise-band\""), 2u);  // unknown noise: no band
   EXPECT_EQ(count(chart, "class=\"error-bar\""), 2u);
   EXPECT_NE(chart.find("<title>the baseline's noise: ±3.3 %</title>"), std::string::npos);
-  EXPECT_NE(chart.find("noise band: the baseline's ± (95 %)"), std::string::npos);  // its legend entry
-  EXPECT_NE(chart.find("error bar: the effect's ± (95 %)"), std::string::npos);
-  // The axis is symmetric around zero and reaches the widest bar: 46.4 % becomes ±50 %.
-  EXPECT_NE(chart.find(">-50 %<"), std::string::npos);
-  EXPECT_NE(chart.find(">50 %<"), std::string::npos);
-  // The band of sync-every-micro-batch spans ±3.3 % of a 370-pixel axis of ±50 %: 24.4 px.
-  const std::regex band(R"(class="noise-band" x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)")");
+  EXPECT_NE(chart.find("</span>noise band: the baseline&#39;s ± (95 %)</li>"), std::string::npos);  // its legend
+  EXPECT_NE(chart.find("</span>error bar: the effect&#39;s ± (95 %)</li>"), std::string::npos);
+  // The axis is symmetric around zero and reaches the widest bar (46.4 %), on round ticks.
+  const auto [lo, hi] = nice_range(-46.4, 46.4, 6);
+  const double edge = std::max(-lo, hi);
+  ASSERT_GE(edge, 46.4);
+  EXPECT_NE(chart.find(fmt::format(">-{:.0f} %<", edge)), std::string::npos) << edge;
+  EXPECT_NE(chart.find(fmt::format(">{:.0f} %<", edge)), std::string::npos);
+  // Each band spans its ± of the 370-pixel axis from -edge to +edge.
+  const std::regex band(R"re(class="noise-band" x="[0-9.]+" y="[0-9.]+" width="([0-9.]+)")re");
   std::vector<double> widths;
   for (auto it = std::sregex_iterator(chart.begin(), chart.end(), band); it != std::sregex_iterator(); ++it)
-    widths.push_back(std::stod((*it)[2]));
+    widths.push_back(std::stod((*it)[1]));
   ASSERT_EQ(widths.size(), 2u);
-  EXPECT_NEAR(widths[1], 370 * 0.066 / 1.0, 0.1);
-  EXPECT_NEAR(widths[0], 370 * 0.042 / 1.0, 0.1);
+  EXPECT_NEAR(widths[0], 370 * 2 * 2.1 / (2 * edge), 0.1);
+  EXPECT_NEAR(widths[1], 370 * 2 * 3.3 / (2 * edge), 0.1);
 }
 
 TEST(ReportHtml, TheAblationsTableShowsEachEffectAsTheDoctorDescribesIt) {

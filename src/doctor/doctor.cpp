@@ -58,8 +58,8 @@ int64_t ablation_epochs(const RunRecord& baseline, const Config& changed, double
   const double small_batch = changed.data.batch_size < 64 ? 4.0 : 1.0;
   const double estimate = std::max(1e-6, per_epoch * ratio * small_batch);
   // 3 epochs at least, where the configuration has them: two steady epochs are a spread.
-  return std::clamp<int64_t>(static_cast<int64_t>(target_seconds / estimate), std::min<int64_t>(3, changed.trainer.max_epochs),
-                             changed.trainer.max_epochs);
+  return std::clamp<int64_t>(static_cast<int64_t>(target_seconds / estimate),
+                             std::min<int64_t>(3, changed.trainer.max_epochs), changed.trainer.max_epochs);
 }
 
 // What a doctor will run: the configuration at each device count, then (doctor) each

@@ -55,9 +55,9 @@ nlohmann::ordered_json effect_json(const AblationResult& a) {
           {"uncertainty", effect ? nlohmann::ordered_json(effect->uncertainty) : nlohmann::ordered_json(nullptr)},
           {"measurable", effect && measurable(*effect)},
           {"text", describe_effect(a)},
-          {"baseline_band", baseline ? nlohmann::ordered_json(kNormal95 * baseline->sample.standard_error /
-                                                              baseline->sample.mean)
-                                     : nlohmann::ordered_json(nullptr)}};
+          {"baseline_band",
+           baseline ? nlohmann::ordered_json(kNormal95 * baseline->sample.standard_error / baseline->sample.mean)
+                    : nlohmann::ordered_json(nullptr)}};
 }
 
 nlohmann::ordered_json probe_json(const AllreduceFit& allreduce) {

@@ -72,7 +72,8 @@ std::string ablation_effect_chart(const std::vector<AblationRow>& ablations) {
     }
     const double x0 = std::min(x(0), x(100 * a->effect)), x1 = std::max(x(0), x(100 * a->effect));
     svg += fmt::format(
-        "<rect class=\"effect-bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>",
+        "<rect class=\"effect-bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: "
+        "{}</title></rect>",
         svg_coord(x0), svg_coord(row_y + 3), svg_coord(std::max(x1 - x0, 0.5)), svg_coord(kRow - 6), color_of(*a),
         html_escape(label), html_escape(a->effect_text));
     if (std::isfinite(a->effect_uncertainty)) {

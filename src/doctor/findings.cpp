@@ -36,10 +36,11 @@ void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
     const int64_t steps = std::max<int64_t>(1, a.baseline->optimizer_steps());
     const double band = effect->uncertainty * a.baseline->wall_seconds;
     Finding f;
-    f.title = fmt::format("{} costs {:.2f} ms (±{:.2f} ms) per optimizer step on each rank: {} (±{:.1f} %) of the run "
-                          "at {} device{}",
-                          a.habit, 1e3 * cost / steps, 1e3 * band / steps, percent(share), 100 * effect->uncertainty,
-                          a.run.devices, a.run.devices > 1 ? "s" : "");
+    f.title = fmt::format(
+        "{} costs {:.2f} ms (±{:.2f} ms) per optimizer step on each rank: {} (±{:.1f} %) of the run "
+        "at {} device{}",
+        a.habit, 1e3 * cost / steps, 1e3 * band / steps, percent(share), 100 * effect->uncertainty, a.run.devices,
+        a.run.devices > 1 ? "s" : "");
     f.detail = fmt::format(
         "In {} the {} phase took {:.3f} s; with {} it took {:.3f} s. Wall time: {:.2f} s, "
         "and {:.2f} s with {}{}.",

@@ -40,7 +40,8 @@ Sample run_with_epoch_spread(double wall_seconds, const EpochSpread& epochs) {
                 epochs.sd_seconds >= 0,
             "an epoch spread must be finite, its mean positive");
   const double n = static_cast<double>(epochs.count);
-  return scaled_to_the_run(wall_seconds, {.mean = epochs.mean_seconds, .standard_error = epochs.sd_seconds / std::sqrt(n)});
+  return scaled_to_the_run(wall_seconds,
+                           {.mean = epochs.mean_seconds, .standard_error = epochs.sd_seconds / std::sqrt(n)});
 }
 
 Effect effect_of(const Sample& baseline, const Sample& ablation) {

@@ -59,8 +59,8 @@ struct AblationRow {
   double effect = 0;              // relative: +0.123 is 12.3 % slower
   double effect_uncertainty = 0;  // half-width of its 95 % band; NaN: noise unknown
   bool measurable = false;
-  std::string effect_text;     // describe()'s: "no measurable effect (±2.1 %)"
-  double baseline_band = 0;    // the baseline's own ±, relative: the band around zero
+  std::string effect_text;   // describe()'s: "no measurable effect (±2.1 %)"
+  double baseline_band = 0;  // the baseline's own ±, relative: the band around zero
 };
 
 struct FindingView {

@@ -10,7 +10,7 @@
 // Why repeats and not each run's epochs: measured on the shared 2-core machine (load 10),
 // single runs' steady epochs varied by 3-11 % within a run but their means by 10 % between
 // runs, and the first epoch (not in the spread) by 0.19-0.34 s: pairs of single runs came out
-// "measurable" in 3 to 4 of 6. Within a run the epochs see the same neighbours; only
+// "measurable" in 1 to 4 of 6 (three trials). Within a run the epochs see the same neighbours; only
 // repeating sees the change of neighbours and the start-up (docs/scaling-guide.md).
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -90,8 +90,11 @@ TEST(ReportGolden, SeedDoctorWithNoise) {
   for (std::size_t i = 0; i < doc["ablations"].size(); ++i) {
     Json& a = doc["ablations"][i];
     const double change = a["wall_seconds"].get<double>() / a["baseline_wall_seconds"].get<double>() - 1;
-    a["effect"] = {{"relative", change}, {"uncertainty", uncertainties[i]}, {"measurable", true},
-                   {"text", texts[i]}, {"baseline_band", bands[i]}};
+    a["effect"] = {{"relative", change},
+                   {"uncertainty", uncertainties[i]},
+                   {"measurable", true},
+                   {"text", texts[i]},
+                   {"baseline_band", bands[i]}};
   }
   expect_golden("seed_doctor_noise", doc);
 }

@@ -255,10 +255,16 @@ TEST(ReportHtml, ShowsAFailedAblationWithItsError) {
 
 // Effects as doctor.json states them: one measurable, one inside the noise, one unknown.
 nlohmann::json with_effects(nlohmann::json doc) {
-  doc["ablations"][0]["effect"] = {{"relative", 0.285}, {"uncertainty", 0.031}, {"measurable", true},
-                                   {"text", "28.5 % slower (±3.1 %)"}, {"baseline_band", 0.021}};
-  doc["ablations"][3]["effect"] = {{"relative", -0.028}, {"uncertainty", 0.047}, {"measurable", false},
-                                   {"text", "no measurable effect (±4.7 %)"}, {"baseline_band", 0.033}};
+  doc["ablations"][0]["effect"] = {{"relative", 0.285},
+                                   {"uncertainty", 0.031},
+                                   {"measurable", true},
+                                   {"text", "28.5 % slower (±3.1 %)"},
+                                   {"baseline_band", 0.021}};
+  doc["ablations"][3]["effect"] = {{"relative", -0.028},
+                                   {"uncertainty", 0.047},
+                                   {"measurable", false},
+                                   {"text", "no measurable effect (±4.7 %)"},
+                                   {"baseline_band", 0.033}};
   doc["ablations"][4]["effect"] = {
       {"relative", -0.464},
       {"uncertainty", nullptr},
@@ -272,7 +278,7 @@ TEST(ReportHtml, DrawsEachAblationsErrorBarOverItsBaselinesNoiseBand) {
   const std::string html = render_report_html(with_effects(load_fixture("seed_doctor.json")));
   const std::string chart = element_with_id(html, "effect-chart", "</figure>");
   ASSERT_FALSE(chart.empty());
-  EXPECT_EQ(count(chart, "class=\"effect\""), 3u);  // only the ablations with an effect
+  EXPECT_EQ(count(chart, "class=\"effect\""), 3u);      // only the ablations with an effect
   EXPECT_EQ(count(chart, "class=\"noise-band\""), 2u);  // unknown noise: no band
   EXPECT_EQ(count(chart, "class=\"error-bar\""), 2u);
   EXPECT_NE(chart.find("<title>the baseline's noise: ±3.3 %</title>"), std::string::npos);

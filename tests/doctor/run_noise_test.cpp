@@ -58,8 +58,7 @@ TEST(RunNoise, TheSeedsSyncEveryMicroBatchAtMinus2Point8PercentIsNoMeasurableEff
   const RunRecord baseline = run_of("devices=2", 10.0, {.count = 199, .mean_seconds = 0.05, .sd_seconds = 0.01}, 200);
   AblationResult a;
   a.name = "sync-every-micro-batch";
-  a.run = run_of("devices=2 sync-every-micro-batch", 9.72, {.count = 11, .mean_seconds = 0.05, .sd_seconds = 0.01},
-                 12);
+  a.run = run_of("devices=2 sync-every-micro-batch", 9.72, {.count = 11, .mean_seconds = 0.05, .sd_seconds = 0.01}, 12);
   a.baseline = &baseline;
   const Effect effect = *effect_against_baseline(a);
   EXPECT_NEAR(effect.relative, -0.028, 1e-12);

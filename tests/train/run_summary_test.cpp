@@ -128,8 +128,7 @@ TEST(RunSummary, AMissingOrMistypedFieldIsNamed) {
 }
 
 // What the trainer writes, through the command line: read and written again, byte for byte.
-RunSummary expect_same_text_after_a_round_trip(const std::string& options, const std::string& name,
-                                               int epochs = 2) {
+RunSummary expect_same_text_after_a_round_trip(const std::string& options, const std::string& name, int epochs = 2) {
   const auto dir = testing::fresh_dir(name);
   const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
                                           " train --dataset-size 64 --batch-size 16 "
@@ -151,8 +150,8 @@ RunSummary expect_same_text_after_a_round_trip(const std::string& options, const
 // the last epoch's ends over their count (up to rounding), and they vary.
 void expect_steady_epochs_of_the_run(const RunSummary& s, int epochs) {
   EXPECT_EQ(s.steady_epochs.count, epochs - 1);
-  EXPECT_NEAR(s.steady_epochs.mean_seconds,
-              (s.last_epoch_end_seconds - s.first_epoch_end_seconds) / (epochs - 1), 1e-9);
+  EXPECT_NEAR(s.steady_epochs.mean_seconds, (s.last_epoch_end_seconds - s.first_epoch_end_seconds) / (epochs - 1),
+              1e-9);
   EXPECT_GT(s.steady_epochs.sd_seconds, 0);
   EXPECT_LT(s.steady_epochs.sd_seconds, s.last_epoch_end_seconds);
 }

@@ -51,7 +51,7 @@ nlohmann::ordered_json run_json(const RunRecord& run) {
 nlohmann::ordered_json effect_json(const AblationResult& a) {
   const std::optional<Effect> effect = effect_against_baseline(a);
   const std::optional<RunSample> baseline = sample_of(*a.baseline);
-  return {{"relative", effect ? effect->relative : a.run.wall_seconds / a.baseline->wall_seconds - 1},
+  return {{"relative", effect ? effect->relative : wall_change(a)},
           {"uncertainty", effect ? nlohmann::ordered_json(effect->uncertainty) : nlohmann::ordered_json(nullptr)},
           {"measurable", effect && measurable(*effect)},
           {"text", describe_effect(a)},

@@ -20,13 +20,16 @@ std::optional<Effect> effect_against_baseline(const AblationResult& ablation) {
   return effect_of(baseline->sample, changed->sample);
 }
 
+double wall_change(const AblationResult& ablation) {
+  return ablation.run.wall_seconds / ablation.baseline->wall_seconds - 1;
+}
+
 std::string describe_effect(const AblationResult& ablation) {
   if (const std::optional<Effect> effect = effect_against_baseline(ablation)) return describe(*effect);
   const RunRecord& baseline = *ablation.baseline;
   const RunRecord& without = sample_of(ablation.run) ? baseline : ablation.run;
   return fmt::format("{:+.1f} %, noise unknown: {} ran {} epochs, too few for a spread (3 or more)",
-                     100 * (ablation.run.wall_seconds / baseline.wall_seconds - 1), without.label,
-                     without.summary.epochs);
+                     100 * wall_change(ablation), without.label, without.summary.epochs);
 }
 
 }  // namespace ddp

@@ -23,6 +23,9 @@ std::optional<RunSample> sample_of(const RunRecord& run);
 // The ablation's wall time against its baseline's; nullopt when either failed or has no sample.
 std::optional<Effect> effect_against_baseline(const AblationResult& ablation);
 
+// Both ran: the ablation's wall against its baseline's, m_a / m_b - 1, without a band.
+double wall_change(const AblationResult& ablation);
+
 // Both ran: describe() of the effect, or said plainly when the noise is unknown
 // ("+2.8 %, noise unknown: devices=2 ran 2 epochs, too few for a spread (3 or more)").
 std::string describe_effect(const AblationResult& ablation);

@@ -1,9 +1,11 @@
 // A real check of the doctor's noise: the same short configuration trained six times by the
 // doctor's own run function, as `doctor --repeats 3` runs a baseline. Split into two groups
 // of three, each group is one sample of repeats (noise.h summarize) and the effect between
-// them is the machine's noise alone, so the band must hold it: of three different splits, at
-// most one may come out measurable (a 95 % band from three repeats is narrower than the
-// truth: Student's t with 2 degrees of freedom is 4.30, not 1.96). It fails if the
+// them is the machine's noise alone, so the band must hold it: of the 10 different splits, at
+// most 4 may come out measurable (most not; a 95 % band from three repeats is narrower than
+// the truth, Student's t with 2 degrees of freedom is 4.30, not 1.96, and a neighbour's load
+// drifting over the six runs makes the splits that keep early and late runs apart differ;
+// on this machine 1 or 2 of 10 came out measurable in four trials). It fails if the
 // uncertainty were 0 (every split measurable: no two walls are equal to the last bit) or
 // absurdly wide (checked below ±100 %; on this machine bands of ±12 to ±36 % were measured).
 //
@@ -31,10 +33,17 @@ namespace ddp {
 namespace {
 
 constexpr int kRuns = 6;
-constexpr int kMostMeasurableSplits = 1;
+constexpr int kMostMeasurableSplits = 4;
 constexpr double kWidestBand = 1.0;  // ±100 %: a band this wide says nothing
-// Three ways to split the six runs into two groups of three (the first group's members).
-constexpr std::array<std::array<int, 3>, 3> kSplits = {{{0, 1, 2}, {0, 2, 4}, {0, 3, 5}}};
+
+// Every way to split the six runs into two groups of three: the group with run 0, by its members.
+std::vector<std::array<int, 3>> every_split() {
+  std::vector<std::array<int, 3>> splits;
+  for (int a = 1; a < kRuns; ++a) {
+    for (int b = a + 1; b < kRuns; ++b) splits.push_back({0, a, b});
+  }
+  return splits;
+}
 
 Config short_config() {
   Config config;
@@ -57,7 +66,9 @@ TEST(IdenticalRunsNoise, TheEffectBetweenRepeatsOfTheSameRunIsMostlyNotMeasurabl
   }
   int measurable_splits = 0;
   std::string effects;
-  for (const auto& first : kSplits) {
+  const std::vector<std::array<int, 3>> splits = every_split();
+  ASSERT_EQ(splits.size(), 10u);
+  for (const auto& first : splits) {
     RunRecord baseline, again;
     baseline.ok = again.ok = true;
     for (int i = 0; i < kRuns; ++i) {

@@ -46,8 +46,11 @@ std::vector<int> parse_device_list(const std::string& text) {
   return devices;
 }
 
+// The most --repeats takes: each repeat is one more full baseline run at each ablated device count.
+constexpr int64_t kMaxRepeats = 10;
+
 int run(CLI::App& command, RunOptions& options, const std::string& devices_text, bool overwrite, bool ablations,
-        int argc, char** argv) {
+        int repeats, int argc, char** argv) {
   const bool devices_given = command.get_option("--devices")->count() > 0;
   Config config = resolve_config(typed_options(command, options), options.preset, options.config_file);
   std::vector<std::string> notes;
@@ -100,6 +103,7 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
   request.config = config;
   request.devices = devices;
   request.ablations = ablations;
+  request.repeats = repeats;
   request.dir = make_run_dir(config.trainer.default_root_dir, config.trainer.name, config.trainer.version, overwrite);
   request.notes = notes;
   std::string typed = "ddpscope";
@@ -144,6 +148,12 @@ void add_doctor_commands(CLI::App& app, DoctorCommands& c) {
   add_run_options(*c.doctor, c.doctor_options, {"devices"});
   c.doctor->add_option("--devices", c.doctor_devices, "device counts to compare, e.g. 1,2")->group("trainer");
   c.doctor->add_flag("--overwrite", c.doctor_overwrite, "replace an existing --version folder");
+  c.doctor
+      ->add_option("--repeats", c.doctor_repeats,
+                   fmt::format("run each ablation's baseline N times (1 to {}): its noise then comes from the repeats, "
+                               "start-up included, instead of its epochs' spread",
+                               kMaxRepeats))
+      ->group("trainer");
   c.doctor->add_option("--mpirun-args", "extra arguments for every mpirun it starts (a hostfile, transports)")
       ->group("trainer");
 
@@ -155,9 +165,11 @@ void add_doctor_commands(CLI::App& app, DoctorCommands& c) {
 
 int run_doctor_commands(DoctorCommands& c, int argc, char** argv) {
   if (c.compare->parsed())
-    return run(*c.compare, c.compare_options, c.compare_devices, c.compare_overwrite, false, argc, argv);
-  if (c.doctor->parsed())
-    return run(*c.doctor, c.doctor_options, c.doctor_devices, c.doctor_overwrite, true, argc, argv);
+    return run(*c.compare, c.compare_options, c.compare_devices, c.compare_overwrite, false, 1, argc, argv);
+  if (c.doctor->parsed()) {
+    const auto repeats = static_cast<int>(parse_int("repeats", c.doctor_repeats, 1, kMaxRepeats));
+    return run(*c.doctor, c.doctor_options, c.doctor_devices, c.doctor_overwrite, true, repeats, argc, argv);
+  }
   if (c.probe->parsed()) return run_probe(c, argc, argv);
   return 0;
 }

@@ -16,6 +16,7 @@ struct DoctorCommands {
   RunOptions doctor_options;
   std::string compare_devices;
   std::string doctor_devices;
+  std::string doctor_repeats = "1";
   bool compare_overwrite = false;
   bool doctor_overwrite = false;
   int probe_devices = 1;

@@ -57,7 +57,9 @@ int64_t ablation_epochs(const RunRecord& baseline, const Config& changed, double
   // Small batches run far below the GEMM peak: budget as if each sample cost more.
   const double small_batch = changed.data.batch_size < 64 ? 4.0 : 1.0;
   const double estimate = std::max(1e-6, per_epoch * ratio * small_batch);
-  return std::clamp<int64_t>(static_cast<int64_t>(target_seconds / estimate), 2, changed.trainer.max_epochs);
+  // 3 epochs at least, where the configuration has them: two steady epochs are a spread.
+  return std::clamp<int64_t>(static_cast<int64_t>(target_seconds / estimate),
+                             std::min<int64_t>(3, changed.trainer.max_epochs), changed.trainer.max_epochs);
 }
 
 // What a doctor will run: the configuration at each device count, then (doctor) each
@@ -80,7 +82,28 @@ DoctorPlan plan_doctor(const DoctorRequest& request) {
   return plan;
 }
 
-// Runs the plan's training runs in full, then its ablations for fewer epochs, printing progress.
+// An ablation's baseline again, until it ran `repeats` times: its Sample is then the noise
+// of repeating (start-up included). A repeat that fails is said and left out.
+void repeat_baseline(RunRecord& baseline, int repeats, const Config& base, const std::string& exe,
+                     const std::filesystem::path& dir, std::FILE* out) {
+  if (repeats < 2 || !baseline.ok) return;
+  baseline.repeat_wall_seconds = {baseline.wall_seconds};
+  for (int i = 2; i <= repeats; ++i) {
+    const std::string label = label_for(baseline.devices, fmt::format("repeat={}", i));
+    std::fprintf(out, "running %s (%lld epochs)...\n", label.c_str(), static_cast<long long>(base.trainer.max_epochs));
+    std::fflush(out);
+    const RunRecord again = run_training(exe, base, baseline.devices, base.trainer.max_epochs, label, dir);
+    if (again.ok) {
+      baseline.repeat_wall_seconds.push_back(again.wall_seconds);
+      std::fprintf(out, "  %.2f s\n", again.wall_seconds);
+    } else {
+      std::fprintf(out, "  failed: %s\n", again.error.c_str());
+    }
+  }
+}
+
+// Runs the plan's training runs in full (the ablations' baselines --repeats times), then its
+// ablations for fewer epochs, printing progress.
 void run_plan(const DoctorPlan& plan, const DoctorRequest& request, const std::string& exe, DoctorResult& result,
               std::FILE* out) {
   const Config& base = request.config;
@@ -94,6 +117,8 @@ void run_plan(const DoctorPlan& plan, const DoctorRequest& request, const std::s
       std::fprintf(out, "  %.2f s\n", r.wall_seconds);
     else
       std::fprintf(out, "  failed: %s\n", r.error.c_str());
+    if (std::find(plan.ablation_devices.begin(), plan.ablation_devices.end(), devices) != plan.ablation_devices.end())
+      repeat_baseline(result.runs.back(), request.repeats, base, exe, request.dir, out);
   }
   for (const Ablation& ablation : plan.ablations) {
     for (const int devices : plan.ablation_devices) {
@@ -196,6 +221,11 @@ DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
   result.ablations_run = request.ablations;
   result.config = request.config;
   result.notes = request.notes;
+  if (request.ablations && request.repeats > 1) {
+    result.notes.push_back(fmt::format(
+        "Each ablation's baseline ran {} times (--repeats): its noise is the spread of those runs, start-up included.",
+        request.repeats));
+  }
   result.command = request.command;
 
   run_plan(plan_doctor(request), request, exe, result, out);

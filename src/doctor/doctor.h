@@ -24,6 +24,9 @@ struct DoctorRequest {
   std::string command;             // the command that ran this doctor
   // Epochs of each ablation run: chosen so a run takes about this long, then extrapolated.
   double ablation_seconds = 0.6;
+  // Runs of each ablation's baseline (>= 1): with 2 or more its Sample is from the repeats'
+  // walls (noise.h summarize), start-up included, instead of its own epochs' spread.
+  int repeats = 1;
 };
 
 // Plans, runs and fits; prints the runs' progress to out.

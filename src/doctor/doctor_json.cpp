@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "doctor/doctor_result.h"
+#include "doctor/run_noise.h"
 #include "train/options.h"
 #include "train/run_summary.h"
 
@@ -35,7 +36,28 @@ nlohmann::ordered_json run_json(const RunRecord& run) {
     utilization.push_back({{"device", device++}, {"points", series}});
   }
   j["utilization"] = utilization;
+  // Its noise (run_noise.h): null when it has none (fewer than 3 epochs, no repeats).
+  const std::optional<RunSample> sample = sample_of(run);
+  j["sample"] = sample ? nlohmann::ordered_json{{"mean", sample->sample.mean},
+                                                {"standard_error", sample->sample.standard_error},
+                                                {"from", sample->source}}
+                       : nlohmann::ordered_json(nullptr);
+  if (!run.repeat_wall_seconds.empty()) j["repeat_wall_seconds"] = run.repeat_wall_seconds;
   return j;
+}
+
+// The ablation's effect against its baseline; its uncertainty and baseline_band (the
+// baseline's own ±, 1.96 s / m: the report's band around zero) null where the noise is unknown.
+nlohmann::ordered_json effect_json(const AblationResult& a) {
+  const std::optional<Effect> effect = effect_against_baseline(a);
+  const std::optional<RunSample> baseline = sample_of(*a.baseline);
+  return {{"relative", effect ? effect->relative : wall_change(a)},
+          {"uncertainty", effect ? nlohmann::ordered_json(effect->uncertainty) : nlohmann::ordered_json(nullptr)},
+          {"measurable", effect && measurable(*effect)},
+          {"text", describe_effect(a)},
+          {"baseline_band",
+           baseline ? nlohmann::ordered_json(kNormal95 * baseline->sample.standard_error / baseline->sample.mean)
+                    : nlohmann::ordered_json(nullptr)}};
 }
 
 nlohmann::ordered_json probe_json(const AllreduceFit& allreduce) {
@@ -76,6 +98,7 @@ nlohmann::ordered_json ablation_json(const AblationResult& a) {
     j["baseline_wall_seconds"] = a.baseline->wall_seconds;
     j["cost_seconds_per_step"] =
         (a.run.wall_seconds - a.baseline->wall_seconds) / std::max<int64_t>(1, a.baseline->optimizer_steps());
+    j["effect"] = effect_json(a);
   } else {
     j["error"] = a.run.ok ? "its baseline run failed" : a.run.error;
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "doctor/doctor_result.h"
+#include "doctor/run_noise.h"
 
 namespace ddp {
 namespace {
@@ -51,16 +52,17 @@ void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
 }
 
 void print_ablations(std::FILE* out, const std::vector<AblationResult>& ablations) {
-  std::fprintf(out, "\nAblations (epochs reduced and extrapolated from the steady per-epoch time where marked *):\n");
+  std::fprintf(out,
+               "\nAblations (epochs reduced and extrapolated from the steady per-epoch time where marked *; the "
+               "effect with its 95 %% band of noise):\n");
   for (const AblationResult& a : ablations) {
     if (!a.run.ok || !a.baseline->ok) {
       const std::string& error = a.run.ok ? std::string("its baseline run failed") : a.run.error;
       std::fprintf(out, "  %-34s failed: %s\n", a.run.label.c_str(), error.c_str());
       continue;
     }
-    const double wall = a.run.wall_seconds, base_wall = a.baseline->wall_seconds;
-    std::fprintf(out, "  %-34s %8.2f s%s  vs %8.2f s  (%+.1f %%)\n", a.run.label.c_str(), wall,
-                 a.run.extrapolated ? "*" : " ", base_wall, 100.0 * (wall - base_wall) / base_wall);
+    std::fprintf(out, "  %-34s %8.2f s%s  vs %8.2f s  %s\n", a.run.label.c_str(), a.run.wall_seconds,
+                 a.run.extrapolated ? "*" : " ", a.baseline->wall_seconds, describe_effect(a).c_str());
   }
 }
 

@@ -7,6 +7,7 @@
 #include "doctor/findings_catalogue.h"
 #include "doctor/findings_straggler.h"
 #include "doctor/interconnect.h"
+#include "doctor/run_noise.h"
 
 namespace ddp {
 namespace {
@@ -23,17 +24,25 @@ std::string where_ranks_ran(const RunRecord& run) {
 }
 
 // A habit whose time, measured in its own phase, is more than kHabitMinShare of the run;
-// the ablation without it is the evidence of what removing it gives back.
+// the ablation without it is the evidence of what removing it gives back, so only when it
+// is measurably faster than the baseline (run_noise.h): a difference the noise could explain,
+// or one whose noise is unknown, is no evidence. The ± of the cost is the noise's band.
 void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
   for (const AblationResult& a : in.ablations) {
     if (a.habit.empty() || !a.run.ok || a.baseline == nullptr || !a.baseline->ok) continue;
     const double cost = a.baseline->phase(a.phase) - a.run.phase(a.phase);
     const double share = cost / a.baseline->wall_seconds;
     if (share <= kHabitMinShare) continue;
+    const std::optional<Effect> effect = effect_against_baseline(a);
+    if (!effect || !measurable(*effect) || effect->relative >= 0) continue;
     const int64_t steps = std::max<int64_t>(1, a.baseline->optimizer_steps());
+    const double band = effect->uncertainty * a.baseline->wall_seconds;
     Finding f;
-    f.title = fmt::format("{} costs {:.2f} ms per optimizer step on each rank: {} of the run at {} device{}", a.habit,
-                          1e3 * cost / steps, percent(share), a.run.devices, a.run.devices > 1 ? "s" : "");
+    f.title = fmt::format(
+        "{} costs {:.2f} ms (±{:.2f} ms) per optimizer step on each rank: {} (±{:.1f} %) of the run "
+        "at {} device{}",
+        a.habit, 1e3 * cost / steps, 1e3 * band / steps, percent(share), 100 * effect->uncertainty, a.run.devices,
+        a.run.devices > 1 ? "s" : "");
     f.detail = fmt::format(
         "In {} the {} phase took {:.3f} s; with {} it took {:.3f} s. Wall time: {:.2f} s, "
         "and {:.2f} s with {}{}.",
@@ -41,6 +50,7 @@ void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
         a.run.wall_seconds, a.name,
         a.run.extrapolated ? fmt::format(" (extrapolated from {} epochs)", a.run.epochs_run) : "");
     f.cost_seconds = cost;
+    f.cost_uncertainty_seconds = band;
     f.share_of_wall = share;
     f.evidence = {a.baseline->label, a.run.label};
     f.fix = a.fix;
@@ -236,12 +246,14 @@ std::vector<Finding> find_problems(const FindingInputs& inputs) {
 }
 
 nlohmann::ordered_json to_json(const Finding& f) {
-  return {{"title", f.title},
-          {"detail", f.detail},
-          {"cost_seconds", f.cost_seconds},
-          {"share_of_wall", f.share_of_wall},
-          {"evidence", f.evidence},
-          {"fix", f.fix}};
+  nlohmann::ordered_json j = {{"title", f.title},
+                              {"detail", f.detail},
+                              {"cost_seconds", f.cost_seconds},
+                              {"share_of_wall", f.share_of_wall},
+                              {"evidence", f.evidence},
+                              {"fix", f.fix}};
+  if (f.cost_uncertainty_seconds > 0) j["cost_uncertainty_seconds"] = f.cost_uncertainty_seconds;
+  return j;
 }
 
 }  // namespace ddp

@@ -29,6 +29,8 @@ struct Finding {
   double share_of_wall = 0;
   std::vector<std::string> evidence;  // run labels
   std::string fix;
+  // The ± of cost_seconds from the noise, for a finding that rests on two runs; 0 otherwise.
+  double cost_uncertainty_seconds = 0;
 };
 
 struct AblationResult {

@@ -6,12 +6,6 @@
 #include "ddpscope/error.h"
 
 namespace ddp {
-namespace {
-
-constexpr double kNormal95 = 1.96;
-
-}  // namespace
-
 Sample summarize(std::span<const double> values) {
   DDP_CHECK_GE(values.size(), 2u, "a standard error needs two values or more");
   double sum = 0;
@@ -26,10 +20,28 @@ Sample summarize(std::span<const double> values) {
   return {.mean = mean, .standard_error = std::sqrt(squares / (n - 1)) / std::sqrt(n)};
 }
 
-Sample run_with_epoch_spread(double wall_seconds, std::span<const double> epoch_seconds) {
+namespace {
+
+// The run's relative error is its mean epoch's.
+Sample scaled_to_the_run(double wall_seconds, const Sample& epoch) {
   DDP_CHECK(std::isfinite(wall_seconds) && wall_seconds > 0, "a time must be finite and positive");
-  const Sample epoch = summarize(epoch_seconds);
   return {.mean = wall_seconds, .standard_error = wall_seconds * epoch.standard_error / epoch.mean};
+}
+
+}  // namespace
+
+Sample run_with_epoch_spread(double wall_seconds, std::span<const double> epoch_seconds) {
+  return scaled_to_the_run(wall_seconds, summarize(epoch_seconds));
+}
+
+Sample run_with_epoch_spread(double wall_seconds, const EpochSpread& epochs) {
+  DDP_CHECK_GE(epochs.count, int64_t{2}, "a standard error needs two values or more");
+  DDP_CHECK(std::isfinite(epochs.mean_seconds) && epochs.mean_seconds > 0 && std::isfinite(epochs.sd_seconds) &&
+                epochs.sd_seconds >= 0,
+            "an epoch spread must be finite, its mean positive");
+  const double n = static_cast<double>(epochs.count);
+  return scaled_to_the_run(wall_seconds,
+                           {.mean = epochs.mean_seconds, .standard_error = epochs.sd_seconds / std::sqrt(n)});
 }
 
 Effect effect_of(const Sample& baseline, const Sample& ablation) {

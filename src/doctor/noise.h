@@ -14,7 +14,11 @@
 #include <span>
 #include <string>
 
+#include "train/epoch_spread.h"
+
 namespace ddp {
+
+inline constexpr double kNormal95 = 1.96;  // the band's half-width in standard errors
 
 struct Sample {
   double mean = 0;
@@ -26,6 +30,8 @@ Sample summarize(std::span<const double> values);
 
 // One run of `wall_seconds` whose epochs took `epoch_seconds` (two or more, checked).
 Sample run_with_epoch_spread(double wall_seconds, std::span<const double> epoch_seconds);
+// The same from a summary.json's steady epochs (count two or more, checked): se = sd / sqrt(n).
+Sample run_with_epoch_spread(double wall_seconds, const EpochSpread& epochs);
 
 struct Effect {
   double relative = 0;     // -0.028: 2.8 % less time than the baseline

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 
+#include "doctor/effect_chart.h"
 #include "doctor/report_assets.h"
 #include "doctor/svg_chart.h"
 #include "observe/phase.h"
@@ -41,14 +42,6 @@ std::string seconds_text(double seconds) { return std::isfinite(seconds) ? forma
 std::string percent_text(double share, bool sign = false) {
   if (!std::isfinite(share)) return "—";
   return sign ? fmt::format("{:+.1f} %", 100 * share) : fmt::format("{:.1f} %", 100 * share);
-}
-
-std::string legend_item(std::string_view color, std::string_view label, std::string_view line_style = "") {
-  if (line_style.empty()) {
-    return fmt::format("<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>", color, esc(label));
-  }
-  return fmt::format("<li><span class=\"swatch line {}\" style=\"border-top-color:{}\"></span>{}</li>", line_style,
-                     color, esc(label));
 }
 
 // Dark text on light fills, white on dark ones, so segment labels stay legible.
@@ -464,17 +457,19 @@ std::string ablation_section(const std::vector<AblationRow>& ablations, int numb
   std::string out = section_start(
       "ablation-results", number, "Ablations: one habit changed at a time",
       "Each row switches one thing against the baseline run at the same device count. Positive change means "
-      "slower. Cost per step is the change in wall time per optimizer step.");
+      "slower. Cost per step is the change in wall time per optimizer step. The effect states the change with "
+      "its 95 % band of noise (from the runs' epoch times, or the baseline's repeats).");
+  out += ablation_effect_chart(ablations);
   out +=
       "<table id=\"ablations\"><thead><tr><th>ablation</th><th class=\"num\">devices</th><th class=\"num\">epochs "
       "run</th><th class=\"num\">wall</th><th class=\"num\">baseline wall</th><th class=\"num\">change</th><th "
-      "class=\"num\">cost per step</th></tr></thead><tbody>";
+      "class=\"num\">cost per step</th><th>effect</th></tr></thead><tbody>";
   bool any_extrapolated = false;
   for (const AblationRow& a : ablations) {
     const std::string name = esc(a.name);
     if (!a.error.empty()) {
       out += fmt::format(
-          "<tr class=\"failed\"><td>{}</td><td class=\"num\">{}</td><td colspan=\"5\" class=\"worse\">"
+          "<tr class=\"failed\"><td>{}</td><td class=\"num\">{}</td><td colspan=\"6\" class=\"worse\">"
           "failed: {}</td></tr>",
           name, format_count(a.devices), esc(a.error));
       continue;
@@ -484,12 +479,13 @@ std::string ablation_section(const std::vector<AblationRow>& ablations, int numb
     const double cost_ms = 1e3 * a.cost_seconds_per_step;
     out += fmt::format(
         "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num {}\">{}</td><td class=\"num\">{}</td></tr>",
+        "<td class=\"num\">{}</td><td class=\"num {}\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
         name, format_count(a.devices), format_count(a.epochs_run), seconds_text(a.wall_seconds),
         a.extrapolated ? "*" : "", seconds_text(a.baseline_wall_seconds), change_class, percent_text(a.change, true),
-        std::isfinite(cost_ms) ? fmt::format("{:+.3f} ms", cost_ms) : "—");
+        std::isfinite(cost_ms) ? fmt::format("{:+.3f} ms", cost_ms) : "—",
+        a.effect_text.empty() ? "—" : esc(a.effect_text));
   }
-  if (ablations.empty()) out += "<tr><td colspan=\"7\" class=\"muted\">No ablations ran.</td></tr>";
+  if (ablations.empty()) out += "<tr><td colspan=\"8\" class=\"muted\">No ablations ran.</td></tr>";
   out += "</tbody></table>";
   if (any_extrapolated) {
     out += "<p class=\"muted\">* Ran fewer epochs and extrapolated to the full run from steady per-epoch times.</p>";

@@ -234,6 +234,12 @@ AblationRow ablation_of(const Json& a) {
   row.epochs_run = number_of(a, "epochs_run");
   row.extrapolated = member(a, "extrapolated").is_boolean() && member(a, "extrapolated").get<bool>();
   row.cost_seconds_per_step = number_of(a, "cost_seconds_per_step");
+  const Json& effect = member(a, "effect");
+  row.effect = number_of(effect, "relative");
+  row.effect_uncertainty = number_of(effect, "uncertainty");
+  row.measurable = member(effect, "measurable").is_boolean() && member(effect, "measurable").get<bool>();
+  row.effect_text = text_of(effect, "text");
+  row.baseline_band = number_of(effect, "baseline_band");
   return row;
 }
 

@@ -59,6 +59,12 @@ struct AblationRow {
   double epochs_run = 0;
   bool extrapolated = false;
   double cost_seconds_per_step = 0;
+  // Its effect against the baseline (doctor.json "effect"; run_noise.h), NaN/empty where absent.
+  double effect = 0;              // relative: +0.123 is 12.3 % slower
+  double effect_uncertainty = 0;  // half-width of its 95 % band; NaN: noise unknown
+  bool measurable = false;
+  std::string effect_text;   // describe()'s: "no measurable effect (±2.1 %)"
+  double baseline_band = 0;  // the baseline's own ±, relative: the band around zero
 };
 
 struct FindingView {

@@ -22,6 +22,9 @@ struct RunRecord {
   RunSummary summary;       // its summary.json, when ok
   double wall_seconds = 0;  // measured, or extrapolated to epochs_full
   bool extrapolated = false;
+  // A baseline run repeated (doctor --repeats N): the walls of all N, this one's first;
+  // empty when it ran once.
+  std::vector<double> repeat_wall_seconds;
 
   // Seconds of a phase, mean over ranks, scaled like wall_seconds (startup is not scaled).
   double phase(const std::string& name) const;

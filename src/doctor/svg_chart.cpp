@@ -181,4 +181,12 @@ std::string svg_points(const std::vector<std::pair<double, double>>& pixels) {
   return out;
 }
 
+std::string legend_item(std::string_view color, std::string_view label, std::string_view line_style) {
+  if (line_style.empty()) {
+    return fmt::format("<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>", color, html_escape(label));
+  }
+  return fmt::format("<li><span class=\"swatch line {}\" style=\"border-top-color:{}\"></span>{}</li>", line_style,
+                     color, html_escape(label));
+}
+
 }  // namespace ddp

@@ -59,6 +59,9 @@ std::string svg_y_axis(const Scale& y, const PlotBox& box, std::string_view titl
 // The left and bottom axis lines.
 std::string svg_frame(const PlotBox& box);
 
+// A chart legend's <li>: a filled swatch, or a line of `line_style` (dashed, dotted, thin).
+std::string legend_item(std::string_view color, std::string_view label, std::string_view line_style = "");
+
 // "x1,y1 x2,y2 ..." for a <polyline points="...">.
 std::string svg_points(const std::vector<std::pair<double, double>>& pixels);
 

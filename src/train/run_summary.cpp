@@ -273,7 +273,8 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
          std::equal(a.sched_per_rank.begin(), a.sched_per_rank.end(), b.sched_per_rank.begin(), b.sched_per_rank.end(),
                     same_sched) &&
          a.cores_per_rank == b.cores_per_rank && a.threads_per_rank == b.threads_per_rank &&
-         same_arrivals(a.arrivals, b.arrivals) && a.warnings == b.warnings;
+         same_arrivals(a.arrivals, b.arrivals) && a.warnings == b.warnings &&
+         a.steady_epochs == b.steady_epochs;
 }
 
 nlohmann::ordered_json to_json(const RunSummary& s) {
@@ -329,6 +330,11 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   }
   j["arrivals"] = arrivals_json(s.arrivals);
   j["warnings"] = s.warnings;
+  if (s.steady_epochs.count > 0) {
+    j["steady_epochs"] = {{"count", s.steady_epochs.count},
+                          {"mean_seconds", s.steady_epochs.mean_seconds},
+                          {"sd_seconds", s.steady_epochs.sd_seconds}};
+  }
   return j;
 }
 
@@ -404,6 +410,13 @@ void from_json(const Json& j, RunSummary& s) {
       throw DataError(fmt::format("{} field \"warnings\" holds {}, expected strings", where, warning.dump()));
     }
     s.warnings.push_back(warning.get<std::string>());
+  }
+  if (j.contains("steady_epochs")) {  // absent: fewer than 3 epochs, or a summary.json from before it
+    const Json& steady = j["steady_epochs"];
+    const std::string in = where + " steady_epochs";
+    s.steady_epochs = {.count = read<int64_t>(steady, "count", in),
+                       .mean_seconds = read<double>(steady, "mean_seconds", in),
+                       .sd_seconds = read<double>(steady, "sd_seconds", in)};
   }
 }
 

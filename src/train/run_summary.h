@@ -18,6 +18,7 @@
 #include "observe/phase.h"
 #include "observe/sched_stats.h"
 #include "observe/thread_census.h"
+#include "train/epoch_spread.h"
 
 namespace ddp {
 
@@ -80,6 +81,11 @@ struct RunSummary {
   // rank's threads and thread settings near the end of training, indexed by rank.
   // Empty when read from a summary.json written before it.
   std::vector<ThreadCensus> threads_per_rank;
+
+  // Filled by the trainer at each epoch end, on rank zero (why: trainer.cpp): the run's own
+  // noise for the doctor (run_with_epoch_spread). "steady_epochs" in the file, left out
+  // while zero-count (fewer than 3 epochs).
+  EpochSpread steady_epochs;
 
   double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
   PhaseSeconds mean_phases() const;                // over ranks: summary.json's "phases"

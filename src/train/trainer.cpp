@@ -23,6 +23,7 @@
 #include "tensor/gemm.h"
 #include "train/epoch_plan.h"
 #include "train/gather_arrivals.h"
+#include "train/epoch_spread.h"
 #include "train/gather_stats.h"
 #include "train/metric_sink.h"
 #include "train/progress_bar.h"
@@ -118,6 +119,11 @@ class Trainer::Run {
   MetricSink val_metrics_;
   StartPoint start_point_;  // advanced as training goes: the epoch, and the optimizer steps taken
   RunSummary stats_;
+  // Each rank's own, and rank zero's is the one its summary.json keeps: the steps' allreduces
+  // and the stop agreement at each epoch's end tie every rank's epoch ends to the slowest
+  // rank's (within one collective's exit skew), so rank zero's epochs are the slowest rank's
+  // without gathering anything, on the clock its wall_seconds is read from.
+  EpochSpreadAccumulator steady_epochs_;
   // Of one fit():
   DataLoaderSpec train_spec_;
   DataLoaderSpec val_spec_;
@@ -258,8 +264,13 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
       outputs_.flush();
       if (!completed) break;
       if (epoch() + 1 < options_.max_epochs || options_.max_epochs < 0) stop_if_signalled(module, epoch() + 1, 0);
+      const double previous_end = stats_.last_epoch_end_seconds;
       stats_.last_epoch_end_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      if (stats_.first_epoch_end_seconds == 0) stats_.first_epoch_end_seconds = stats_.last_epoch_end_seconds;
+      if (stats_.first_epoch_end_seconds == 0) {
+        stats_.first_epoch_end_seconds = stats_.last_epoch_end_seconds;
+      } else {
+        steady_epochs_.add(stats_.last_epoch_end_seconds - previous_end);
+      }
     }
   } catch (...) {
     progress_.finish();
@@ -426,6 +437,7 @@ void Trainer::Run::finish(LightningModule& module) {
   }
   clock_.enter(Phase::kLogging);
   stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  stats_.steady_epochs = steady_epochs_.spread();
   stats_.world_size = comm_.size();
   const Strategy ran = options_.strategy == Strategy::kDdpZero1 ? Strategy::kDdpZero1
                        : comm_.size() > 1                         ? Strategy::kDdp

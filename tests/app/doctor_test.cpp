@@ -99,12 +99,62 @@ TEST(Doctor, FindsTheInjectedPerStepProbeAndNotWhenItIsAbsent) {
       EXPECT_TRUE(f.contains(key)) << key;
     }
   }
+  // The probe's finding rests on two runs: it states the noise's band, and the ablation's
+  // effect is measurable.
+  for (const auto& f : doc["findings"]) {
+    if (f["title"].get<std::string>().find("utilization probe") == std::string::npos) continue;
+    EXPECT_GT(f["cost_uncertainty_seconds"].get<double>(), 0) << f.dump();
+    EXPECT_NE(f["title"].get<std::string>().find(" ms (±"), std::string::npos) << f.dump();
+  }
+  for (const auto& a : doc["ablations"]) {
+    if (a["name"] == "monitor-background") EXPECT_TRUE(a["effect"]["measurable"].get<bool>()) << a.dump();
+  }
 
   const auto without = fresh_dir("doctor_no_probe");
   const auto r2 = run_command(kBinary + " doctor --devices 1 --monitor-mode background" + many_steps, without);
   ASSERT_EQ(r2.exit_code, 0) << r2.err << r2.out;
   const auto doc2 = read_json(without / "ddpscope_logs/version_0/doctor.json");
   EXPECT_FALSE(has_finding(doc2, "utilization probe")) << doc2["findings"].dump(2);
+}
+
+TEST(Doctor, StatesEveryRunsNoiseAndEveryAblationsEffectAndRepeatsTheBaseline) {
+  const auto dir = fresh_dir("doctor_repeats");
+  const auto r = run_command(kBinary + " doctor --devices 1 --repeats 2" + kTiny, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto doc = read_json(dir / "ddpscope_logs/version_0/doctor.json");
+  const auto& baseline = doc["runs"][0];
+  EXPECT_EQ(baseline["sample"]["from"], "repeats") << baseline["sample"].dump();
+  ASSERT_EQ(baseline["repeat_wall_seconds"].size(), 2u);
+  EXPECT_EQ(baseline["repeat_wall_seconds"][0], baseline["wall_seconds"]);
+  EXPECT_GT(baseline["sample"]["standard_error"].get<double>(), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "ddpscope_logs/version_0/runs/devices=1_repeat=2/summary.json"));
+  EXPECT_NE(r.out.find("running devices=1 repeat=2 (4 epochs)"), std::string::npos) << r.out;
+  ASSERT_FALSE(doc["ablations"].empty());
+  for (const auto& a : doc["ablations"]) {
+    ASSERT_TRUE(a.contains("effect")) << a.dump();
+    const auto& effect = a["effect"];
+    for (const char* key : {"relative", "uncertainty", "measurable", "text", "baseline_band"}) {
+      EXPECT_TRUE(effect.contains(key)) << key << a.dump();
+    }
+    EXPECT_GE(a["epochs_run"].get<int>(), 3) << a.dump();  // a spread for every ablation
+    EXPECT_GT(effect["uncertainty"].get<double>(), 0) << a.dump();
+    const std::string text = effect["text"];
+    EXPECT_TRUE(text.rfind("no measurable effect (±", 0) == 0 || text.find(" % slower (±") != std::string::npos ||
+                text.find(" % faster (±") != std::string::npos)
+        << text;
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << r.out;  // the terminal says the same
+  }
+  for (const auto& run : doc["runs_ablations"]) EXPECT_EQ(run["sample"]["from"], "epochs") << run.dump();
+  EXPECT_NE(r.out.find("Each ablation's baseline ran 2 times (--repeats)"), std::string::npos) << r.out;
+}
+
+TEST(Doctor, RepeatsOutOfRangeAreRefused) {
+  const auto dir = fresh_dir("doctor_bad_repeats");
+  for (const char* repeats : {"0", "11", "two", "1.5"}) {
+    const auto r = run_command(kBinary + " doctor --devices 1 --repeats " + std::string(repeats) + kTiny, dir);
+    EXPECT_EQ(r.exit_code, 2) << repeats << r.err;
+    EXPECT_NE(r.err.find("--repeats: '" + std::string(repeats) + "' is not accepted"), std::string::npos) << r.err;
+  }
 }
 
 TEST(Doctor, AFailedRunIsReportedAndTheReportIsStillWritten) {

@@ -3,11 +3,13 @@
 // times alone, so every number in a finding can be worked out by hand here.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "doctor/findings.h"
+#include "doctor/run_noise.h"
 #include "observe/phase.h"
 
 namespace ddp {
@@ -24,7 +26,7 @@ Phase phase_named(const std::string& name) {
 }
 
 // A run of `devices` ranks on one host, each of which spent `phases` (others 0), for the
-// configuration's full epochs (nothing extrapolated).
+// configuration's full epochs (nothing extrapolated), whose steady epochs vary by 1 %.
 RunRecord synthetic_run(int devices, double wall, const PhaseMap& phases, int64_t optimizer_steps = 100) {
   RunRecord run;
   run.label = "devices=" + std::to_string(devices);
@@ -39,6 +41,8 @@ RunRecord synthetic_run(int devices, double wall, const PhaseMap& phases, int64_
   run.summary.optimizer_steps = optimizer_steps;
   run.summary.hosts.assign(devices, "node1");
   run.summary.phases_per_rank.assign(devices, rank);
+  run.summary.epochs = 200;
+  run.summary.steady_epochs = {.count = 199, .mean_seconds = wall / 200, .sd_seconds = 0.01 * wall / 200};
   return run;
 }
 
@@ -119,9 +123,12 @@ TEST(FindingsRules, AHabitCostingMoreThanItsThresholdIsFoundWithItsPhaseTime) {
   const Finding& f = findings[0];
   EXPECT_NEAR(f.cost_seconds, 0.8, 1e-12);  // 1.0 s of monitor phase down to 0.2 s
   EXPECT_NEAR(f.share_of_wall, 0.08, 1e-12);
+  // The ± is the noise's band: 1.96 * 0.93 * sqrt(2) * 0.01 / sqrt(199) = 0.18 % of the 10 s
+  // baseline, 0.18 ms per step.
   EXPECT_EQ(f.title,
-            "Probing the device every micro-batch costs 8.00 ms per optimizer step on each rank: 8 % of the run "
-            "at 1 device");
+            "Probing the device every micro-batch costs 8.00 ms (±0.18 ms) per optimizer step on each rank: 8 % "
+            "(±0.2 %) of the run at 1 device");
+  EXPECT_NEAR(f.cost_uncertainty_seconds, 1.96 * 0.93 * std::sqrt(2.0) * 0.01 / std::sqrt(199.0) * 10, 1e-12);
   EXPECT_TRUE(contains(f.detail, "the monitor phase took 1.000 s; with monitor-background it took 0.200 s"))
       << f.detail;
   EXPECT_EQ(f.fix, "Use --monitor-mode background.");
@@ -149,6 +156,41 @@ TEST(FindingsRules, AFailedAblationOrBaselineGivesNoHabitFinding) {
   const AblationResult ok = monitor_ablation(baseline, 0.2);
   baseline.ok = false;
   EXPECT_TRUE(habit_findings_of(baseline, ok).empty());
+}
+
+// --- no habit finding that the noise could explain
+
+TEST(FindingsRules, TheSameHabitCostInsideTheNoiseBandIsNotFound) {
+  const RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}});
+  // The same 0.8 s of monitor phase and 7 % less wall time as above, but from a short ablation
+  // whose 3 steady epochs vary by 8 %: the band is 1.96 * 0.93 * sqrt((0.08 / sqrt(3))^2 +
+  // (0.01 / sqrt(199))^2) = 8.4 %, wider than the effect.
+  AblationResult noisy = monitor_ablation(baseline, 0.2);
+  noisy.run.summary.steady_epochs = {.count = 3, .mean_seconds = 0.05, .sd_seconds = 0.004};
+  const Effect effect = *effect_against_baseline(noisy);
+  EXPECT_NEAR(effect.relative, -0.07, 1e-12);
+  EXPECT_NEAR(effect.uncertainty, 0.0842, 1e-4);
+  EXPECT_TRUE(habit_findings_of(baseline, noisy).empty());
+  EXPECT_EQ(describe_effect(noisy), "no measurable effect (±8.4 %)");
+}
+
+TEST(FindingsRules, AHabitWhoseNoiseIsUnknownIsNotFound) {
+  const RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}});
+  AblationResult short_run = monitor_ablation(baseline, 0.2);
+  short_run.run.summary.steady_epochs = {};  // 2 epochs: no spread
+  short_run.run.summary.epochs = 2;
+  EXPECT_FALSE(effect_against_baseline(short_run));
+  EXPECT_TRUE(habit_findings_of(baseline, short_run).empty());
+  EXPECT_EQ(describe_effect(short_run),
+            "-7.0 %, noise unknown: devices=1 monitor-background ran 2 epochs, too few for a spread (3 or more)");
+}
+
+TEST(FindingsRules, AHabitWhoseRemovalIsMeasurablySlowerIsNotFound) {
+  const RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}});
+  AblationResult slower = monitor_ablation(baseline, 0.2);
+  slower.run.wall_seconds = 10.7;  // its phase shrank, yet the run took longer: no evidence for the habit
+  ASSERT_TRUE(measurable(*effect_against_baseline(slower)));
+  EXPECT_TRUE(habit_findings_of(baseline, slower).empty());
 }
 
 // --- N devices against one

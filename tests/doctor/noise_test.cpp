@@ -25,6 +25,16 @@ TEST(SummarizeTest, OneRunTakesItsRelativeErrorFromItsEpochs) {
   EXPECT_NEAR(run.standard_error, 1.0, 1e-12);
 }
 
+TEST(SummarizeTest, ASummaryJsonsSteadyEpochsGiveTheSameSampleAsTheirTimes) {
+  const std::vector<double> epochs{1.9, 2.1, 2.3};  // mean 2.1, sd 0.2
+  const EpochSpread spread{.count = 3, .mean_seconds = 2.1, .sd_seconds = 0.2};
+  const Sample from_times = run_with_epoch_spread(20, epochs);
+  const Sample from_spread = run_with_epoch_spread(20, spread);
+  EXPECT_DOUBLE_EQ(from_spread.mean, 20.0);
+  EXPECT_NEAR(from_spread.standard_error, from_times.standard_error, 1e-12);
+  EXPECT_NEAR(from_spread.standard_error, 20 * (0.2 / std::sqrt(3.0)) / 2.1, 1e-12);
+}
+
 TEST(EffectTest, InsideTheBandIsNoMeasurableEffect) {
   // 12/10 - 1 = 0.2; 1.96 * 1.2 * sqrt((1/12)^2 + (1/10)^2) = 0.30616
   const std::vector<double> baseline{9, 11}, ablation{11, 13};
@@ -89,6 +99,9 @@ TEST(EffectTest, BadSamplesAreOurBug) {
   EXPECT_DEATH(effect_of(empty, fine), "two values or more");
   EXPECT_DEATH(run_with_epoch_spread(0, fine), "finite and positive");
   EXPECT_DEATH(run_with_epoch_spread(5, one), "two values or more");
+  EXPECT_DEATH(run_with_epoch_spread(5, EpochSpread{.count = 1, .mean_seconds = 1, .sd_seconds = 0}),
+               "two values or more");
+  EXPECT_DEATH(run_with_epoch_spread(5, EpochSpread{.count = 3, .mean_seconds = 0, .sd_seconds = 0}), "positive");
   EXPECT_DEATH(effect_of(Sample{}, Sample{.mean = 1, .standard_error = 0}), "positive");
 }
 

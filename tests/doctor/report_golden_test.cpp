@@ -101,6 +101,25 @@ TEST(ReportGolden, SeedDoctorVaried) {
   expect_golden("seed_doctor_varied", doc);
 }
 
+// The ablations' effects with their noise: the effect chart's error bars and noise band.
+TEST(ReportGolden, SeedDoctorWithNoise) {
+  Json doc = load_fixture("seed_doctor.json");
+  const double bands[] = {0.021, 0.033, 0.033, 0.033, 0.033};
+  const double uncertainties[] = {0.031, 0.045, 0.04, 0.047, 0.05};
+  const char* texts[] = {"28.5 % slower (±3.1 %)", "36.9 % slower (±4.5 %)", "30.0 % slower (±4.0 %)",
+                         "13.4 % slower (±4.7 %)", "46.4 % faster (±5.0 %)"};
+  for (std::size_t i = 0; i < doc["ablations"].size(); ++i) {
+    Json& a = doc["ablations"][i];
+    const double change = a["wall_seconds"].get<double>() / a["baseline_wall_seconds"].get<double>() - 1;
+    a["effect"] = {{"relative", change},
+                   {"uncertainty", uncertainties[i]},
+                   {"measurable", true},
+                   {"text", texts[i]},
+                   {"baseline_band", bands[i]}};
+  }
+  expect_golden("seed_doctor_noise", doc);
+}
+
 TEST(ReportGolden, MonitorOff) {
   Json doc = load_fixture("seed_doctor.json");
   for (Json& run : doc["runs"]) {

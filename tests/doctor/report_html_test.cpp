@@ -1,7 +1,9 @@
 #include "doctor/report_html.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -266,6 +268,67 @@ TEST(ReportHtml, ShowsAFailedAblationWithItsError) {
   doc["ablations"].push_back({{"name", "no-overlap"}, {"devices", 2}, {"error", "rank 1 exited with code 4"}});
   const std::string html = render_report_html(doc);
   EXPECT_NE(html.find("failed: rank 1 exited with code 4"), std::string::npos);
+}
+
+// Effects as doctor.json states them: one measurable, one inside the noise, one unknown.
+nlohmann::json with_effects(nlohmann::json doc) {
+  doc["ablations"][0]["effect"] = {{"relative", 0.285},
+                                   {"uncertainty", 0.031},
+                                   {"measurable", true},
+                                   {"text", "28.5 % slower (±3.1 %)"},
+                                   {"baseline_band", 0.021}};
+  doc["ablations"][3]["effect"] = {{"relative", -0.028},
+                                   {"uncertainty", 0.047},
+                                   {"measurable", false},
+                                   {"text", "no measurable effect (±4.7 %)"},
+                                   {"baseline_band", 0.033}};
+  doc["ablations"][4]["effect"] = {
+      {"relative", -0.464},
+      {"uncertainty", nullptr},
+      {"measurable", false},
+      {"text", "-46.4 %, noise unknown: devices=2 ran 2 epochs, too few for a spread (3 or more)"},
+      {"baseline_band", nullptr}};
+  return doc;
+}
+
+TEST(ReportHtml, DrawsEachAblationsErrorBarOverItsBaselinesNoiseBand) {
+  const std::string html = render_report_html(with_effects(load_fixture("seed_doctor.json")));
+  const std::string chart = element_with_id(html, "effect-chart", "</figure>");
+  ASSERT_FALSE(chart.empty());
+  EXPECT_EQ(count(chart, "class=\"effect\""), 3u);      // only the ablations with an effect
+  EXPECT_EQ(count(chart, "class=\"noise-band\""), 2u);  // unknown noise: no band
+  EXPECT_EQ(count(chart, "class=\"error-bar\""), 2u);
+  EXPECT_NE(chart.find("<title>the baseline's noise: ±3.3 %</title>"), std::string::npos);
+  EXPECT_NE(chart.find("</span>noise band: the baseline&#39;s ± (95 %)</li>"), std::string::npos);  // its legend
+  EXPECT_NE(chart.find("</span>error bar: the effect&#39;s ± (95 %)</li>"), std::string::npos);
+  // The axis is symmetric around zero and reaches the widest bar (46.4 %), on round ticks.
+  const auto [lo, hi] = nice_range(-46.4, 46.4, 6);
+  const double edge = std::max(-lo, hi);
+  ASSERT_GE(edge, 46.4);
+  EXPECT_NE(chart.find(fmt::format(">-{:.0f} %<", edge)), std::string::npos) << edge;
+  EXPECT_NE(chart.find(fmt::format(">{:.0f} %<", edge)), std::string::npos);
+  // Each band spans its ± of the 370-pixel axis from -edge to +edge.
+  const std::regex band(R"re(class="noise-band" x="[0-9.]+" y="[0-9.]+" width="([0-9.]+)")re");
+  std::vector<double> widths;
+  for (auto it = std::sregex_iterator(chart.begin(), chart.end(), band); it != std::sregex_iterator(); ++it)
+    widths.push_back(std::stod((*it)[1]));
+  ASSERT_EQ(widths.size(), 2u);
+  EXPECT_NEAR(widths[0], 370 * 2 * 2.1 / (2 * edge), 0.1);
+  EXPECT_NEAR(widths[1], 370 * 2 * 3.3 / (2 * edge), 0.1);
+}
+
+TEST(ReportHtml, TheAblationsTableShowsEachEffectAsTheDoctorDescribesIt) {
+  const std::string html = render_report_html(with_effects(load_fixture("seed_doctor.json")));
+  const std::string table = element_with_id(html, "ablations", "</table>");
+  EXPECT_NE(table.find("<th>effect</th>"), std::string::npos);
+  EXPECT_NE(table.find("<td>no measurable effect (±4.7 %)</td>"), std::string::npos);
+  EXPECT_NE(table.find("<td>28.5 % slower (±3.1 %)</td>"), std::string::npos);
+  EXPECT_NE(table.find("noise unknown: devices=2 ran 2 epochs"), std::string::npos);
+  EXPECT_EQ(count(table, "<td>—</td>"), 2u);  // the two ablations without an effect
+}
+
+TEST(ReportHtml, NoEffectMeansNoEffectChart) {
+  EXPECT_EQ(count(render_report_html(load_fixture("seed_doctor.json")), "effect-chart"), 0u);
 }
 
 TEST(ReportHtml, SurvivesMissingAndMistypedFields) {

@@ -133,6 +133,35 @@ TEST(ReportView, ReadsAblationsFindingsModelPredictionsAndCommands) {
                                                      "nvlink"}));
 }
 
+TEST(ReportView, ReadsEachAblationsEffectAndLeavesItAbsentWhereTheDocumentHasNone) {
+  Json doc = load_fixture("seed_doctor.json");
+  doc["ablations"][1]["effect"] = {{"relative", 0.369},
+                                   {"uncertainty", 0.045},
+                                   {"measurable", true},
+                                   {"text", "36.9 % slower (±4.5 %)"},
+                                   {"baseline_band", 0.033}};
+  doc["ablations"][2]["effect"] = {{"relative", 0.3},
+                                   {"uncertainty", nullptr},
+                                   {"measurable", false},
+                                   {"text", "+30.0 %, noise unknown"},
+                                   {"baseline_band", nullptr}};
+  const ReportView view = build_report_view(doc);
+  const AblationRow& known = (*view.ablations)[1];
+  EXPECT_DOUBLE_EQ(known.effect, 0.369);
+  EXPECT_DOUBLE_EQ(known.effect_uncertainty, 0.045);
+  EXPECT_TRUE(known.measurable);
+  EXPECT_EQ(known.effect_text, "36.9 % slower (±4.5 %)");
+  EXPECT_DOUBLE_EQ(known.baseline_band, 0.033);
+  const AblationRow& unknown = (*view.ablations)[2];
+  EXPECT_DOUBLE_EQ(unknown.effect, 0.3);
+  EXPECT_TRUE(std::isnan(unknown.effect_uncertainty));
+  EXPECT_TRUE(std::isnan(unknown.baseline_band));
+  EXPECT_FALSE(unknown.measurable);
+  const AblationRow& none = (*view.ablations)[0];  // a doctor.json from before effects
+  EXPECT_TRUE(std::isnan(none.effect));
+  EXPECT_TRUE(none.effect_text.empty());
+}
+
 TEST(ReportView, ComputesSpeedupFromWallTimesWhereTheDoctorStatedNone) {
   Json doc = load_fixture("seed_doctor.json");
   doc.erase("speedup");

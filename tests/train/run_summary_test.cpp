@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "ddpscope/config.h"
@@ -68,6 +70,7 @@ RunSummary two_rank_summary() {
       .rank = 1, .last_share = 11.0 / 12, .late_seconds = 9.06e-3 / 11, .cost_seconds_per_step = 9.06e-3 / 12};
   s.arrivals.lag_ms_per_rank = {{0.0, 0.04}, {0.75, 0.76}};
   s.warnings = {"2 arrivals at gradient collectives did not fit the buffer and were dropped"};
+  s.steady_epochs = {.count = 2, .mean_seconds = 0.593, .sd_seconds = 0.0212};
   return s;
 }
 
@@ -168,20 +171,27 @@ TEST(RunSummary, AMissingOrMistypedFieldIsNamed) {
   bad["cores_per_rank"][1] = {"one"};
   EXPECT_EQ(message_for(bad), "summary.json field \"cores_per_rank\" holds \"one\", expected core numbers");
   bad = good;
+  bad["steady_epochs"].erase("sd_seconds");
+  EXPECT_EQ(message_for(bad), "summary.json steady_epochs has no \"sd_seconds\"");
+  bad = good;
+  bad.erase("steady_epochs");  // a summary.json from before it: no spread, not an error
+  EXPECT_EQ(read_back(bad).steady_epochs, EpochSpread{});
   bad["schema"] = "ddpscope.summary/2";
   EXPECT_EQ(message_for(bad),
             "summary.json field \"schema\" is \"ddpscope.summary/2\", expected \"ddpscope.summary/1\"");
 }
 
 // What the trainer writes, through the command line: read and written again, byte for byte.
-void expect_same_text_after_a_round_trip(const std::string& options, const std::string& name, int world) {
+RunSummary expect_same_text_after_a_round_trip(const std::string& options, const std::string& name, int world,
+                                                int epochs = 2) {
   const auto dir = testing::fresh_dir(name);
   const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
                                           " train --dataset-size 64 --batch-size 16 "
-                                          "--hidden-size 8 --max-epochs 2 --progress-bar off --version 0 " +
-                                          options,
+                                          "--hidden-size 8 --progress-bar off --version 0 --max-epochs " +
+                                          std::to_string(epochs) + " " + options,
                                       dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return {};
   const std::string text = testing::read_text(dir / "ddpscope_logs" / "version_0" / "summary.json");
   const RunSummary s = read_back(nlohmann::ordered_json::parse(text));
   EXPECT_EQ(to_json(s).dump(2) + "\n", text);
@@ -189,9 +199,11 @@ void expect_same_text_after_a_round_trip(const std::string& options, const std::
   EXPECT_GT(s.optimizer_steps_run, 0);
   EXPECT_GT(s.training_flops_per_sample, 0);
   // Each rank's compute thread ran, and each rank says where.
-  ASSERT_EQ(s.sched_per_rank.size(), static_cast<std::size_t>(world));
-  ASSERT_EQ(s.cores_per_rank.size(), static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r) {
+  EXPECT_EQ(s.sched_per_rank.size(), static_cast<std::size_t>(world));
+  EXPECT_EQ(s.cores_per_rank.size(), static_cast<std::size_t>(world));
+  for (int r = 0; r < std::min<int>({world, static_cast<int>(s.sched_per_rank.size()),
+                                     static_cast<int>(s.cores_per_rank.size())});
+       ++r) {
     EXPECT_GT(s.sched_per_rank[r].run_seconds, 0) << r;
     EXPECT_GE(s.sched_per_rank[r].wait_share, 0) << r;
     EXPECT_LE(s.sched_per_rank[r].wait_share, 1) << r;
@@ -208,6 +220,17 @@ void expect_same_text_after_a_round_trip(const std::string& options, const std::
   } else {
     EXPECT_EQ(s.arrivals.collectives, 0);
   }
+  return s;
+}
+
+// The steady epochs are the 2nd to the last: their mean is the time between the first and
+// the last epoch's ends over their count (up to rounding), and they vary.
+void expect_steady_epochs_of_the_run(const RunSummary& s, int epochs) {
+  EXPECT_EQ(s.steady_epochs.count, epochs - 1);
+  EXPECT_NEAR(s.steady_epochs.mean_seconds, (s.last_epoch_end_seconds - s.first_epoch_end_seconds) / (epochs - 1),
+              1e-9);
+  EXPECT_GT(s.steady_epochs.sd_seconds, 0);
+  EXPECT_LT(s.steady_epochs.sd_seconds, s.last_epoch_end_seconds);
 }
 
 TEST(RunSummary, ASummaryJsonWrittenByTrainRoundTripsToTheSameText) {
@@ -258,6 +281,23 @@ TEST(RunSummary, EveryRankCountsItsThreadsNearTheEndOfTraining) {
     EXPECT_EQ(t.omp_threads, 1);  // --threads-per-device 1
     EXPECT_EQ(t.blas_threads, 1);
   }
+}
+
+TEST(RunSummary, ARunOfTwoEpochsHasNoSteadyEpochsInItsFile) {
+  const RunSummary s = expect_same_text_after_a_round_trip("", "run_summary_two_epochs", 1);
+  EXPECT_EQ(s.steady_epochs, EpochSpread{});
+  EXPECT_FALSE(to_json(s).contains("steady_epochs"));
+}
+
+TEST(RunSummary, SteadyEpochsOfOneRankRoundTripToTheSameText) {
+  const RunSummary s = expect_same_text_after_a_round_trip("", "run_summary_steady_one_rank", 1, 5);
+  expect_steady_epochs_of_the_run(s, 5);
+  EXPECT_EQ(to_json(s)["steady_epochs"]["count"], 4);
+}
+
+TEST(RunSummary, SteadyEpochsOfTwoRanksRoundTripToTheSameText) {
+  const RunSummary s = expect_same_text_after_a_round_trip("--devices 2", "run_summary_steady_two_ranks", 2, 4);
+  expect_steady_epochs_of_the_run(s, 4);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ const RunRecord* straggler_run(const FindingInputs& in) {
   const RunRecord& run = *in.device_runs.back();
   if (!run.ok || run.devices < 2 || run.summary.wall_seconds <= 0) return nullptr;
   const ArrivalSummary& a = run.summary.arrivals;
-  if (!a.straggler || a.steps <= 0 || a.straggler->last_share < kArrivalStragglerMinLastShare) return nullptr;
+  if (!a.straggler || a.steps <= 0) return nullptr;
   return &run;
 }
 
@@ -114,9 +114,9 @@ void straggler_findings(const FindingInputs& in, std::vector<Finding>& out) {
   const Cause cause = cause_of(run, *rank, cost);
   Finding f;
   f.title = fmt::format(
-      "Rank {} arrives last at {:.0f} % of the collectives; the others wait {:.2f} ms per step for "
-      "it ({:.0f} % of the run)",
-      *rank, 100 * s.last_share, 1e3 * wait_per_rank_per_step(run), 100 * share);
+      "Rank {} holds the others back: they wait {:.2f} ms per step for it ({:.0f} % of the run), arriving last "
+      "at {:.0f} % of the collectives",
+      *rank, 1e3 * wait_per_rank_per_step(run), 100 * share, 100 * s.last_share);
   f.detail = fmt::format(
       "In {}, over {} synchronising steps, rank {} started its gradient allreduces last {:.0f} % of the time, "
       "{:.2f} ms after the others on average. {}",

@@ -10,8 +10,7 @@
 
 namespace ddp {
 
-inline constexpr double kArrivalStragglerMinShare = 0.03;      // the others' wait for it, of the wall
-inline constexpr double kArrivalStragglerMinLastShare = 0.75;  // of the collectives it arrives last at
+inline constexpr double kArrivalStragglerMinShare = 0.10;      // the others' wait for it, of the wall (clean runs: up to 8 %)
 inline constexpr double kCoreWaitMinShare = 0.15;              // its wait_share for its core at least ...
 inline constexpr double kCoreWaitMinExcess = 0.10;             // ... and this much above every other rank's
 inline constexpr double kCauseMinExplained = 0.5;  // steal or loader wait beyond the others' >= this of the cost

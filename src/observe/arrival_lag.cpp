@@ -49,11 +49,13 @@ ArrivalLags arrival_lags(std::span<const std::vector<int64_t>> arrival_ns) {
 std::optional<Straggler> find_straggler(const ArrivalLags& lags, int64_t steps) {
   DDP_CHECK_GT(steps, 0, "collectives over no step");
   if (lags.ranks.size() < 2) return std::nullopt;
-  const auto fewer_times_last = [](const RankArrival& a, const RankArrival& b) { return a.times_last < b.times_last; };
-  const auto most = std::max_element(lags.ranks.begin(), lags.ranks.end(), fewer_times_last);
-  const int64_t collectives = static_cast<int64_t>(lags.last_rank.size());
-  if (2 * most->times_last <= collectives) return std::nullopt;
+  const auto less_caused = [](const RankArrival& a, const RankArrival& b) { return a.caused_wait_ns < b.caused_wait_ns; };
+  const auto most = std::max_element(lags.ranks.begin(), lags.ranks.end(), less_caused);
+  int64_t all_caused = 0;
+  for (const RankArrival& rank : lags.ranks) all_caused += rank.caused_wait_ns;
+  if (all_caused <= 0 || 3 * most->caused_wait_ns < 2 * all_caused) return std::nullopt;
 
+  const int64_t collectives = static_cast<int64_t>(lags.last_rank.size());
   const double caused_seconds = 1e-9 * static_cast<double>(most->caused_wait_ns);
   const double waiting = static_cast<double>(lags.ranks.size() - 1) * static_cast<double>(most->times_last);
   return Straggler{.rank = static_cast<int>(most - lags.ranks.begin()),

@@ -445,9 +445,12 @@ void Trainer::Run::finish(LightningModule& module) {
                                                                   : options_.strategy;
   stats_.strategy = spelling(ran);
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
-  // While the loader, OpenMP and monitor threads of training still run.
-  gather_thread_census(comm_, take_thread_census(), stats_);
-  const std::vector<PhaseCalls> phase_calls = gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
+  // Counted while the loader, OpenMP and monitor threads of training still run; gathered after
+  // the phases, so that no rank's phases include waiting at this collective.
+  const ThreadCensus census = take_thread_census();
+  const std::vector<PhaseCalls> phase_calls =
+      gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
+  gather_thread_census(comm_, census, stats_);
   gather_sched_stats(comm_, sched_start_, stats_);
   if (arrivals_) gather_arrivals(comm_, *arrivals_, static_cast<int64_t>(reducer_->collectives_per_sync()), stats_);
 

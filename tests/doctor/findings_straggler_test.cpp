@@ -47,7 +47,7 @@ std::vector<Finding> findings_of(const RunRecord& run) {
 
 const Finding* arrival_finding(const std::vector<Finding>& findings) {
   for (const Finding& f : findings) {
-    if (f.title.find("arrives last") != std::string::npos) return &f;
+    if (f.title.find("holds the others back") != std::string::npos) return &f;
   }
   return nullptr;
 }
@@ -62,8 +62,8 @@ TEST(FindingsStraggler, ARankSharingItsCoreIsNamedWithTheWaitItCausesAndTheProce
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.title,
-            "Rank 1 arrives last at 90 % of the collectives; the others wait 2.00 ms per step for it (20 % "
-            "of the run)");
+            "Rank 1 holds the others back: they wait 2.00 ms per step for it (20 % of the run), arriving last at 90 % of "
+            "the collectives");
   EXPECT_TRUE(contains(f.detail,
                        "rank 1 waited 31 % of its time for its core (core 1) against at most 1 % on the "
                        "others, with 4200 involuntary context switches: another process shares it"))
@@ -152,12 +152,10 @@ TEST(FindingsStraggler, NoStragglerACheapOneOrARarelyLastOneGivesNoFinding) {
   RunRecord none = late_rank_one(2.0);
   none.summary.arrivals.straggler.reset();
   EXPECT_EQ(arrival_finding(findings_of(none)), nullptr);
-  const RunRecord cheap = late_rank_one(0.3);  // 0.3 s of 10 s: at kArrivalStragglerMinShare
+  const RunRecord cheap = late_rank_one(1.0);  // 1 s of 10 s: at kArrivalStragglerMinShare
   EXPECT_EQ(arrival_finding(findings_of(cheap)), nullptr);
-  EXPECT_NE(arrival_finding(findings_of(late_rank_one(0.31))), nullptr);
-  RunRecord rarely = late_rank_one(2.0);  // last at 60 %: what noise gives two equal ranks
-  rarely.summary.arrivals.straggler->last_share = 0.6;
-  EXPECT_EQ(arrival_finding(findings_of(rarely)), nullptr);
+  EXPECT_NE(arrival_finding(findings_of(late_rank_one(1.01))), nullptr);
+  // Equal ranks split the waiting they cause: find_straggler names none (arrival_lag_test).
 }
 
 TEST(FindingsStraggler, OneRankHasNoStraggler) {

@@ -68,7 +68,7 @@ RunRecord two_rank_run(const std::string& name) {
 
 const Finding* arrival_finding(const std::vector<Finding>& findings) {
   for (const Finding& f : findings) {
-    if (f.title.find("arrives last") != std::string::npos) return &f;
+    if (f.title.find("holds the others back") != std::string::npos) return &f;
   }
   return nullptr;
 }
@@ -116,7 +116,7 @@ TEST(Straggler, AHogOnOneRanksCoreIsFoundAsAProcessSharingItWithTheWaitItInjects
   const std::vector<Finding> findings = find_problems(FindingInputs{.device_runs = {&hogged}});
   const Finding* f = arrival_finding(findings);
   ASSERT_NE(f, nullptr) << "rank 1's wait share " << hogged.summary.sched_per_rank.at(1).wait_share;
-  EXPECT_EQ(f->title.rfind("Rank 1 arrives last", 0), 0u) << f->title;
+  EXPECT_EQ(f->title.rfind("Rank 1 holds the others back", 0), 0u) << f->title;
   EXPECT_NE(f->detail.find("another process shares it"), std::string::npos) << f->detail;
   const double waited = hogged.summary.arrivals.straggler->cost_seconds_per_step;  // rank 0's, 2 ranks
   EXPECT_GT(waited, injected / kTolerance) << "clean compute per step " << injected << " s";

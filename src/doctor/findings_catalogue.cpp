@@ -1,11 +1,16 @@
 #include "doctor/findings_catalogue.h"
 
+#include "doctor/noise.h"
+#include "doctor/run_noise.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "doctor/noise.h"
+#include "doctor/run_noise.h"
 #include "doctor/workload_counts.h"
 
 namespace ddp {
@@ -16,15 +21,6 @@ std::string percent(double share) { return fmt::format("{:.0f} %", 100.0 * share
 // A run's measured seconds scaled like its wall_seconds (extrapolated to the full epochs).
 double scale_of(const RunRecord& run) {
   return run.summary.wall_seconds > 0 ? run.wall_seconds / run.summary.wall_seconds : 1.0;
-}
-
-// An ablation's wall against its baseline's, as a raw difference: the per-epoch spread that
-// noise.h would turn into a band is not in the summary yet.
-std::string raw_effect(const RunRecord& baseline, const RunRecord& changed) {
-  const double relative = changed.wall_seconds / baseline.wall_seconds - 1;
-  return fmt::format("{:.2f} s against {:.2f} s, {:.1f} % {} (a raw difference: noise is not yet measured)",
-                     changed.wall_seconds, baseline.wall_seconds, 100 * std::abs(relative),
-                     relative < 0 ? "faster" : "slower");
 }
 
 // The ablation of `run` whose name starts with `prefix`, when it ran.
@@ -121,7 +117,7 @@ bool oversubscribed_finding(const FindingInputs& in, const RunRecord& run, std::
                             wait_seconds * scale_of(run), percent(wait_share));
     }
     if (const AblationResult* a = ablation_of(in, run, "threads-per-device=")) {
-      detail += fmt::format(" With {}: {}.", a->name, raw_effect(run, a->run));
+      detail += fmt::format(" With {}: {}.", a->name, describe_effect(*a));
     }
     f.detail = std::move(detail);
     f.cost_seconds = wait_seconds * scale_of(run);
@@ -157,7 +153,7 @@ bool starvation_finding(const FindingInputs& in, const RunRecord& run, std::vect
       a != nullptr && a->run.config.data.loader_workers > workers) {
     const double remaining = a->run.phase("data");
     ablated = fmt::format(" With {} the data phase took {:.3f} s per rank; wall {}.", a->name, remaining,
-                          raw_effect(run, a->run));
+                          describe_effect(*a));
     if (!a->habit.empty() && (run.phase("data") - remaining) / run.wall_seconds > kHabitMinShare) {
       cost = remaining;  // the habit's finding counts the rest
       if (cost / run.wall_seconds <= kStarvedMinDataShare) return false;
@@ -307,12 +303,14 @@ void bucket_sweep_finding(const FindingInputs& in, std::vector<Finding>& out) {
   if (fastest == nullptr) return;
   const double gain = 1 - fastest->run.wall_seconds / base.wall_seconds;
   if (gain <= kBucketSweepMinGain) return;
+  // Never a finding the noise could explain; with the noise unknown the detail says so.
+  if (const auto effect = effect_against_baseline(*fastest); effect && !measurable(*effect)) return;
   Finding f;
   f.title = fmt::format("Gradient buckets of {} MB were fastest at {} devices: {:.1f} % faster than {} MB",
                         fastest->run.config.trainer.bucket_cap_mb, base.devices, 100 * gain,
                         base.config.trainer.bucket_cap_mb);
   f.detail = fmt::format("The bucket-size sweep of {}: {}. {}.", base.label, fmt::join(rows, "; "),
-                         raw_effect(base, fastest->run));
+                         describe_effect(*fastest));
   f.cost_seconds = base.wall_seconds - fastest->run.wall_seconds;
   f.share_of_wall = gain;
   f.evidence = {base.label, fastest->run.label};

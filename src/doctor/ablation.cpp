@@ -26,9 +26,10 @@ void plan_strategy_ablation(const Config& config, int max_devices, std::vector<A
   if (state == 0) return;  // nothing to shard
   constexpr double kMiB = 1 << 20;
   if (config.trainer.strategy == Strategy::kDdpZero1) {
-    out.push_back({"strategy=ddp", fmt::format("plain DDP: the whole optimizer state ({:.2f} MiB) on every rank, "
-                                               "gradients all-reduced in buckets during backward",
-                                               state / kMiB),
+    out.push_back({"strategy=ddp",
+                   fmt::format("plain DDP: the whole optimizer state ({:.2f} MiB) on every rank, "
+                               "gradients all-reduced in buckets during backward",
+                               state / kMiB),
                    "Sharding the optimizer state (ZeRO-1)",
                    fmt::format("Use `--strategy ddp`: the whole optimizer state is {:.2f} MiB per rank, and "
                                "sharding it gives up overlapping communication with backward.",

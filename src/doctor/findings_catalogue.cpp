@@ -309,8 +309,8 @@ void bucket_sweep_finding(const FindingInputs& in, std::vector<Finding>& out) {
   f.title = fmt::format("Gradient buckets of {} MB were fastest at {} devices: {:.1f} % faster than {} MB",
                         fastest->run.config.trainer.bucket_cap_mb, base.devices, 100 * gain,
                         base.config.trainer.bucket_cap_mb);
-  f.detail = fmt::format("The bucket-size sweep of {}: {}. {}.", base.label, fmt::join(rows, "; "),
-                         describe_effect(*fastest));
+  f.detail =
+      fmt::format("The bucket-size sweep of {}: {}. {}.", base.label, fmt::join(rows, "; "), describe_effect(*fastest));
   f.cost_seconds = base.wall_seconds - fastest->run.wall_seconds;
   f.share_of_wall = gain;
   f.evidence = {base.label, fastest->run.label};

@@ -10,10 +10,11 @@
 
 namespace ddp {
 
-inline constexpr double kArrivalStragglerMinShare = 0.10;      // the others' wait for it, of the wall (clean runs: up to 8 %)
-inline constexpr double kCoreWaitMinShare = 0.15;              // its wait_share for its core at least ...
-inline constexpr double kCoreWaitMinExcess = 0.10;             // ... and this much above every other rank's
-inline constexpr double kCauseMinExplained = 0.5;  // steal or loader wait beyond the others' >= this of the cost
+inline constexpr double kArrivalStragglerMinShare =
+    0.10;                                           // the others' wait for it, of the wall (clean runs: up to 8 %)
+inline constexpr double kCoreWaitMinShare = 0.15;   // its wait_share for its core at least ...
+inline constexpr double kCoreWaitMinExcess = 0.10;  // ... and this much above every other rank's
+inline constexpr double kCauseMinExplained = 0.5;   // steal or loader wait beyond the others' >= this of the cost
 
 // The rank the arrival rule names in the largest multi-device run, if any: the phase-spread
 // rule of findings.cpp leaves that rank to it, so one straggler is never reported twice.

@@ -49,7 +49,9 @@ ArrivalLags arrival_lags(std::span<const std::vector<int64_t>> arrival_ns) {
 std::optional<Straggler> find_straggler(const ArrivalLags& lags, int64_t steps) {
   DDP_CHECK_GT(steps, 0, "collectives over no step");
   if (lags.ranks.size() < 2) return std::nullopt;
-  const auto less_caused = [](const RankArrival& a, const RankArrival& b) { return a.caused_wait_ns < b.caused_wait_ns; };
+  const auto less_caused = [](const RankArrival& a, const RankArrival& b) {
+    return a.caused_wait_ns < b.caused_wait_ns;
+  };
   const auto most = std::max_element(lags.ranks.begin(), lags.ranks.end(), less_caused);
   int64_t all_caused = 0;
   for (const RankArrival& rank : lags.ranks) all_caused += rank.caused_wait_ns;

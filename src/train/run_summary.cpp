@@ -273,8 +273,7 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
          std::equal(a.sched_per_rank.begin(), a.sched_per_rank.end(), b.sched_per_rank.begin(), b.sched_per_rank.end(),
                     same_sched) &&
          a.cores_per_rank == b.cores_per_rank && a.threads_per_rank == b.threads_per_rank &&
-         same_arrivals(a.arrivals, b.arrivals) && a.warnings == b.warnings &&
-         a.steady_epochs == b.steady_epochs;
+         same_arrivals(a.arrivals, b.arrivals) && a.warnings == b.warnings && a.steady_epochs == b.steady_epochs;
 }
 
 nlohmann::ordered_json to_json(const RunSummary& s) {

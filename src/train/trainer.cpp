@@ -22,8 +22,8 @@
 #include "observe/trace_writer.h"
 #include "tensor/gemm.h"
 #include "train/epoch_plan.h"
-#include "train/gather_arrivals.h"
 #include "train/epoch_spread.h"
+#include "train/gather_arrivals.h"
 #include "train/gather_stats.h"
 #include "train/metric_sink.h"
 #include "train/progress_bar.h"
@@ -132,7 +132,7 @@ class Trainer::Run {
   OptimizerConfig optimizer_config_;
   std::unique_ptr<OptimizerShard> shard_;  // the whole parameters, but with --strategy ddp_zero1
   std::unique_ptr<Optimizer> optimizer_;   // of the shard's range
-  std::unique_ptr<GradReducer> reducer_;  // a no-op on one rank
+  std::unique_ptr<GradReducer> reducer_;   // a no-op on one rank
   std::function<void(int64_t)> layer_hook_;
   std::unique_ptr<UtilizationWatch> utilization_;
   std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
@@ -440,9 +440,9 @@ void Trainer::Run::finish(LightningModule& module) {
   stats_.steady_epochs = steady_epochs_.spread();
   stats_.world_size = comm_.size();
   const Strategy ran = options_.strategy == Strategy::kDdpZero1 ? Strategy::kDdpZero1
-                       : comm_.size() > 1                         ? Strategy::kDdp
-                       : options_.strategy == Strategy::kAuto     ? Strategy::kSingle
-                                                                  : options_.strategy;
+                       : comm_.size() > 1                       ? Strategy::kDdp
+                       : options_.strategy == Strategy::kAuto   ? Strategy::kSingle
+                                                                : options_.strategy;
   stats_.strategy = spelling(ran);
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
   // Counted while the loader, OpenMP and monitor threads of training still run; gathered after

@@ -61,9 +61,10 @@ TEST(FindingsStraggler, ARankSharingItsCoreIsNamedWithTheWaitItCausesAndTheProce
   const std::vector<Finding> findings = findings_of(run);
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
-  EXPECT_EQ(f.title,
-            "Rank 1 holds the others back: they wait 2.00 ms per step for it (20 % of the run), arriving last at 90 % of "
-            "the collectives");
+  EXPECT_EQ(
+      f.title,
+      "Rank 1 holds the others back: they wait 2.00 ms per step for it (20 % of the run), arriving last at 90 % of "
+      "the collectives");
   EXPECT_TRUE(contains(f.detail,
                        "rank 1 waited 31 % of its time for its core (core 1) against at most 1 % on the "
                        "others, with 4200 involuntary context switches: another process shares it"))

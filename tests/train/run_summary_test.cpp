@@ -183,7 +183,7 @@ TEST(RunSummary, AMissingOrMistypedFieldIsNamed) {
 
 // What the trainer writes, through the command line: read and written again, byte for byte.
 RunSummary expect_same_text_after_a_round_trip(const std::string& options, const std::string& name, int world,
-                                                int epochs = 2) {
+                                               int epochs = 2) {
   const auto dir = testing::fresh_dir(name);
   const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
                                           " train --dataset-size 64 --batch-size 16 "
@@ -201,8 +201,8 @@ RunSummary expect_same_text_after_a_round_trip(const std::string& options, const
   // Each rank's compute thread ran, and each rank says where.
   EXPECT_EQ(s.sched_per_rank.size(), static_cast<std::size_t>(world));
   EXPECT_EQ(s.cores_per_rank.size(), static_cast<std::size_t>(world));
-  for (int r = 0; r < std::min<int>({world, static_cast<int>(s.sched_per_rank.size()),
-                                     static_cast<int>(s.cores_per_rank.size())});
+  for (int r = 0;
+       r < std::min<int>({world, static_cast<int>(s.sched_per_rank.size()), static_cast<int>(s.cores_per_rank.size())});
        ++r) {
     EXPECT_GT(s.sched_per_rank[r].run_seconds, 0) << r;
     EXPECT_GE(s.sched_per_rank[r].wait_share, 0) << r;

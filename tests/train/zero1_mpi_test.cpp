@@ -44,8 +44,8 @@ Config zero1_config(const std::string& run, Strategy strategy) {
   c.trainer.logger = {};
   c.optimizer.lr = 0.003;
   c.trainer.default_root_dir =
-      (std::filesystem::temp_directory_path() / ("ddpscope_zero1_" + run + "_" + std::to_string(world_size()) + "_" +
-                                                 std::to_string(world_rank())))
+      (std::filesystem::temp_directory_path() /
+       ("ddpscope_zero1_" + run + "_" + std::to_string(world_size()) + "_" + std::to_string(world_rank())))
           .string();
   std::filesystem::remove_all(c.trainer.default_root_dir);
   return c;

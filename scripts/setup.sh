@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ddpscope needs when any is missing, then configures and
 # builds a CMake preset. Usage: scripts/setup.sh PRESET [TARGET...]
+# With DDPSCOPE_APT_CACHE=DIR, downloaded packages are kept in (and taken from) DIR.
 set -euo pipefail
 
 packages=(
@@ -33,8 +34,15 @@ if ((${#missing[@]})); then
   fi
   echo "installing: ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
+  # DDPSCOPE_APT_CACHE: a folder of .debs shared with scripts/fresh-machine-test, so that
+  # CI downloads each package once for the fresh root and this machine together.
+  cache=()
+  if [[ -n "${DDPSCOPE_APT_CACHE:-}" ]]; then
+    mkdir -p "$DDPSCOPE_APT_CACHE/partial"
+    cache=(-o "Dir::Cache::archives=$(cd "$DDPSCOPE_APT_CACHE" && pwd)/")
+  fi
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  apt-get install -y -qq --no-install-recommends "${cache[@]}" "${missing[@]}" >&2
 fi
 
 shift || true

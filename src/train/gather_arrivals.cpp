@@ -76,7 +76,7 @@ void gather_arrivals(Communicator& comm, const ArrivalBuffer& mine, int64_t coll
   std::vector<std::vector<int64_t>> arrival_ns;
   for (const auto& part : parts) {
     std::vector<int64_t>& rank = arrival_ns.emplace_back(part.size() / sizeof(int64_t));
-    std::memcpy(rank.data(), part.data(), rank.size() * sizeof(int64_t));
+    if (!rank.empty()) std::memcpy(rank.data(), part.data(), rank.size() * sizeof(int64_t));  // ZeRO-1 records none
   }
   stats.arrivals = summarize_arrivals(arrival_ns, collectives_per_step, stats.warnings);
   for (uint64_t d : dropped) stats.arrivals.dropped += static_cast<int64_t>(d);

@@ -103,6 +103,7 @@ class Trainer::Run {
   void start_trace();
   void start_arrivals();
   void start_arrival_clock();
+  int64_t arrivals_per_sync() const;
   void finish(LightningModule& module);
   void write_trace();
   Metrics global_mean(const Metrics& local);
@@ -218,12 +219,17 @@ void Trainer::Run::start_trace() {
 void Trainer::Run::start_arrivals() {
   const EpochPlan plan = rank_epoch_plan();
   const int64_t syncs = options_.sync_every_micro_batch ? plan.micro_batches : plan.optimizer_steps;
-  const auto per_sync = static_cast<int64_t>(reducer_->collectives_per_sync());
+  const int64_t per_sync = arrivals_per_sync();
   const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
   constexpr int64_t kMaxArrivals = int64_t{1} << 22;  // 32 MB: beyond it arrivals are counted, not kept
   const int64_t planned = epochs < 0 ? kMaxArrivals : epochs * syncs * per_sync + per_sync;
   arrivals_ = std::make_unique<ArrivalBuffer>(static_cast<std::size_t>(std::min(planned, kMaxArrivals)));
   reducer_->record_arrivals(arrivals_.get());
+}
+
+// ZeRO-1's arrival is at its one reduce-scatter per optimizer step; DDP's at each bucket.
+int64_t Trainer::Run::arrivals_per_sync() const {
+  return shard_->sharded() ? 1 : static_cast<int64_t>(reducer_->collectives_per_sync());
 }
 
 // The ranks' common clock for arrivals: each rank's steady time right after one barrier,
@@ -340,6 +346,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
     if (step_optimizer) {
       if (shard_->sharded()) {
         clock_.enter(Phase::kCommWait);
+        if (arrivals_) arrivals_->add(steady_now_ns());
         shard_->reduce_scatter_mean(net.grads());
       }
       clock_.enter(Phase::kOptimizer);
@@ -452,7 +459,7 @@ void Trainer::Run::finish(LightningModule& module) {
       gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
   gather_thread_census(comm_, census, stats_);
   gather_sched_stats(comm_, sched_start_, stats_);
-  if (arrivals_) gather_arrivals(comm_, *arrivals_, static_cast<int64_t>(reducer_->collectives_per_sync()), stats_);
+  if (arrivals_) gather_arrivals(comm_, *arrivals_, arrivals_per_sync(), stats_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every
   // run, however short, ends with a device_<rank>_utilization row in its metrics.

@@ -10,6 +10,7 @@
 
 #include "ddpscope/trainer.h"
 #include "dist/bucket_plan.h"
+#include "support/mpi_world.h"
 #include "support/run_command.h"
 #include "train/regression_task.h"
 #include "train/run_summary.h"
@@ -17,16 +18,8 @@
 namespace ddp {
 namespace {
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing::world_rank;
+using testing::world_size;
 
 // 600 samples divide evenly over 2 and 3 ranks, so no DistributedSampler padding.
 Config ddp_config(const std::string& test, int devices, int64_t batch) {

@@ -2,7 +2,7 @@
 // state lives, not the mathematics. Against plain DDP from the same start: the same
 // parameters (bit for bit on 2 ranks, where a sum of two is the same in any order; within
 // float rounding on 3), the same checkpoint (the whole optimizer state), resume across the
-// two strategies, and two collectives per optimizer step.
+// two strategies, and two collectives per optimizer step, the first of them where arrivals are taken.
 #include <gtest/gtest.h>
 #include "dist/mpi_c.h"
 
@@ -12,6 +12,7 @@
 
 #include "ddpscope/trainer.h"
 #include "dist/optimizer_shard.h"
+#include "support/mpi_world.h"
 #include "train/checkpoint.h"
 #include "train/regression_task.h"
 #include "train/run_summary.h"
@@ -19,16 +20,8 @@
 namespace ddp {
 namespace {
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing::world_rank;
+using testing::world_size;
 
 // 600 samples divide evenly over 2 and 3 ranks. Each run its own folder per rank.
 Config zero1_config(const std::string& run, Strategy strategy) {
@@ -137,6 +130,11 @@ TEST(Zero1, TwoCollectivesPerOptimizerStepMovingTheGradientAndTheParameters) {
   const int64_t gradient_bytes = static_cast<int64_t>(t.params.size() * sizeof(float));
   EXPECT_EQ(t.stats.allreduce.bytes, 2 * t.stats.optimizer_steps * gradient_bytes);
   EXPECT_EQ(t.stats.allreduce.hidden_seconds, 0.0);  // nothing overlaps backward
+  // Each rank's arrival at the reduce-scatter, one per step, for the straggler analysis.
+  if (world_rank() == 0) {
+    EXPECT_EQ(t.stats.arrivals.steps, t.stats.optimizer_steps);
+    EXPECT_EQ(t.stats.arrivals.per_rank.size(), static_cast<std::size_t>(world_size()));
+  }
 }
 
 // The whole optimizer state, as a checkpoint of the strategy wrote it.

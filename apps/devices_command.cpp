@@ -1,8 +1,8 @@
 #include "devices_command.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <sstream>
@@ -12,7 +12,9 @@
 namespace ddp {
 namespace {
 
-nlohmann::json or_null(const std::string& text) { return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text); }
+nlohmann::json or_null(const std::string& text) {
+  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+}
 
 std::vector<std::string> words(const std::string& text) {
   std::istringstream in(text);

@@ -10,8 +10,8 @@ namespace ddp {
 
 struct GpuDevice {
   int index = 0;
-  std::string name;        // "NVIDIA H200"
-  int major = 0;           // compute capability, e.g. 9.0 for Hopper
+  std::string name;  // "NVIDIA H200"
+  int major = 0;     // compute capability, e.g. 9.0 for Hopper
   int minor = 0;
   uint64_t memory_bytes = 0;
 };
@@ -25,7 +25,7 @@ struct GpuBuild {
 
 struct VisibleGpus {
   std::vector<GpuDevice> devices;
-  std::string none_reason;  // why devices is empty, in the user's words; empty when it is not
+  std::string none_reason;          // why devices is empty, in the user's words; empty when it is not
   std::string driver_cuda_version;  // the newest CUDA the driver supports, "13.0"; empty without one
 };
 

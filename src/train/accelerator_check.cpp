@@ -39,9 +39,8 @@ void check_accelerator(const TrainerOptions& options) {
   const VisibleGpus gpus = visible_gpus();
   if (gpus.devices.empty()) {
     if (options.accelerator == Accelerator::kCuda) {
-      throw UsageError(gpu_build().with_cuda
-                           ? "--accelerator cuda: no CUDA device was found: " + gpus.none_reason
-                           : "--accelerator cuda: " + gpus.none_reason);
+      throw UsageError(gpu_build().with_cuda ? "--accelerator cuda: no CUDA device was found: " + gpus.none_reason
+                                             : "--accelerator cuda: " + gpus.none_reason);
     }
     refuse_gpu_precision_on_cpu(options.precision, "--accelerator auto found no GPU and trains on CPU");
     return;

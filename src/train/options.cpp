@@ -96,8 +96,9 @@ OptionSpec choice(std::string name, std::string group, std::string help, Field f
 
 // --precision: Lightning's names, and its alias "32" for "32-true".
 OptionSpec precision_option() {
-  OptionSpec spec = choice("precision", "trainer", "32-true | tf32 | bf16-mixed (tf32, bf16-mixed: cuda only)",
-                           [](Config & c) -> auto& { return c.trainer.precision; });
+  OptionSpec spec = choice(
+      "precision", "trainer", "32-true | tf32 | bf16-mixed (tf32, bf16-mixed: cuda only)",
+      [](Config & c) -> auto& { return c.trainer.precision; });
   spec.set = [choose = spec.set](Config& c, const std::string& v) { choose(c, v == "32" ? "32-true" : v); };
   return spec;
 }

@@ -220,9 +220,8 @@ TEST(Cli, AcceleratorCudaWithoutAGpuExitsTwoSayingWhyInEveryCommand) {
   expect_usage_error("--accelerator cuda", message, "cuda_train");
   const auto dir = fresh_dir("cuda_commands");
   std::ofstream(dir / "cuda.yaml") << "accelerator: cuda\n";
-  for (const std::string command :
-       {"compare --devices 1 --accelerator cuda", "doctor --devices 1 --accelerator cuda",
-        "predict --from missing.json --accelerator cuda", "train --config cuda.yaml"}) {
+  for (const std::string command : {"compare --devices 1 --accelerator cuda", "doctor --devices 1 --accelerator cuda",
+                                    "predict --from missing.json --accelerator cuda", "train --config cuda.yaml"}) {
     const auto r = run_command(kBinary + " " + command, dir);
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << command << ": " << r.err;
@@ -242,8 +241,10 @@ TEST(Cli, PrecisionOtherThan32TrueIsRefusedOnCpuNamingWhatItNeeds) {
                      "--precision tf32 needs --accelerator cuda (TF32 tensor cores); this run is on CPU", "tf32");
   expect_usage_error("--precision bf16-mixed --accelerator cpu", "--precision bf16-mixed needs --accelerator cuda",
                      "bf16");
-  expect_usage_error("--precision 16-mixed", "--precision: '16-mixed' is not accepted; expected one of 32-true, tf32, "
-                     "bf16-mixed", "precision_bad");
+  expect_usage_error("--precision 16-mixed",
+                     "--precision: '16-mixed' is not accepted; expected one of 32-true, tf32, "
+                     "bf16-mixed",
+                     "precision_bad");
   if (!no_gpu_message().empty()) {
     expect_usage_error("--precision tf32 --accelerator auto",
                        "--precision tf32 needs --accelerator cuda (TF32 tensor cores); --accelerator auto found no GPU",
@@ -254,8 +255,8 @@ TEST(Cli, PrecisionOtherThan32TrueIsRefusedOnCpuNamingWhatItNeeds) {
 TEST(Cli, PrecisionIsWrittenToHparamsAndReadFromYamlWithLightningsAlias) {
   const auto r = train("--precision 32", "precision_alias");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto hparams = std::filesystem::temp_directory_path() / "ddpscope_test_precision_alias" /
-                       "ddpscope_logs/version_0/hparams.yaml";
+  const auto hparams =
+      std::filesystem::temp_directory_path() / "ddpscope_test_precision_alias" / "ddpscope_logs/version_0/hparams.yaml";
   EXPECT_NE(read_text(hparams).find("precision: 32-true"), std::string::npos) << read_text(hparams);
   const auto dir = fresh_dir("precision_yaml");
   std::ofstream(dir / "run.yaml") << "precision: tf32\n";
@@ -281,7 +282,8 @@ TEST(Cli, DevicesSaysHowItWasBuiltAndWhyNoGpuIsVisible) {
   EXPECT_EQ(j.at("built_with_cuda").get<bool>(), build.with_cuda);
   EXPECT_EQ(j.at("gpus").size(), gpus.devices.size());
   std::string architectures;
-  for (const auto& a : j.at("architectures")) architectures += (architectures.empty() ? "" : " ") + a.get<std::string>();
+  for (const auto& a : j.at("architectures"))
+    architectures += (architectures.empty() ? "" : " ") + a.get<std::string>();
   EXPECT_EQ(architectures, build.architectures);
   if (build.with_cuda) EXPECT_NE(architectures.find("90-real"), std::string::npos) << "Hopper's code is built in";
   if (gpus.devices.empty()) EXPECT_EQ(j.at("no_gpu_reason").get<std::string>(), gpus.none_reason);

@@ -16,10 +16,10 @@ inline const GpuDevice* first_gpu(std::string& reason) {
 
 }  // namespace ddp::testing
 
-#define DDP_REQUIRE_GPU()                                                 \
-  do {                                                                    \
-    std::string ddp_no_gpu_reason;                                        \
-    if (::ddp::testing::first_gpu(ddp_no_gpu_reason) == nullptr) {        \
-      GTEST_SKIP() << "no GPU visible: " << ddp_no_gpu_reason;            \
-    }                                                                     \
+#define DDP_REQUIRE_GPU()                                          \
+  do {                                                             \
+    std::string ddp_no_gpu_reason;                                 \
+    if (::ddp::testing::first_gpu(ddp_no_gpu_reason) == nullptr) { \
+      GTEST_SKIP() << "no GPU visible: " << ddp_no_gpu_reason;     \
+    }                                                              \
   } while (0)

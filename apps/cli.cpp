@@ -12,6 +12,7 @@
 #include "ddpscope/error.h"
 #include "ddpscope/trainer.h"
 #include "ddpscope/world_join.h"
+#include "devices_command.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
 #include "doctor_command.h"
@@ -93,6 +94,7 @@ int run_cli(int argc, char** argv) {
   DoctorCommands doctor_commands;
   add_doctor_commands(app, doctor_commands);
   add_predict_command(app);
+  add_devices_command(app);
 
   try {
     app.parse(argc, argv);

@@ -25,6 +25,7 @@ struct DataOptions {
 // Trainer({.strategy = Strategy::kDdp, .devices = 3, .max_epochs = 200, .accumulate_grad_batches = 3}).
 struct TrainerOptions {
   Accelerator accelerator = Accelerator::kCpu;
+  Precision precision = Precision::k32True;
   Strategy strategy = Strategy::kAuto;
   int devices = 0;  // 0: auto (the MPI world's size under mpirun, else 1)
   int num_nodes = 1;

@@ -11,6 +11,9 @@
 namespace ddp {
 
 enum class Accelerator { kCpu, kCuda, kAuto };
+// Lightning's precision names: fp32; fp32 through TF32 tensor cores; bf16 compute with fp32
+// master weights and optimizer state. Only k32True runs on a CPU.
+enum class Precision { k32True, kTf32, kBf16Mixed };
 enum class Strategy { kAuto, kSingle, kDdp, kDdpZero1 };  // kDdpZero1: DDP with ZeRO-1 optimizer shards
 enum class Profiler { kNone, kSimple, kTrace };
 enum class MonitorMode { kBackground, kPerStep };
@@ -26,6 +29,9 @@ struct Spelling {
 // spellings(E{}): every value of E with its text, found by overload on the enum.
 constexpr std::array<Spelling<Accelerator>, 3> spellings(Accelerator) {
   return {{{Accelerator::kCpu, "cpu"}, {Accelerator::kCuda, "cuda"}, {Accelerator::kAuto, "auto"}}};
+}
+constexpr std::array<Spelling<Precision>, 3> spellings(Precision) {
+  return {{{Precision::k32True, "32-true"}, {Precision::kTf32, "tf32"}, {Precision::kBf16Mixed, "bf16-mixed"}}};
 }
 constexpr std::array<Spelling<Strategy>, 4> spellings(Strategy) {
   return {{{Strategy::kAuto, "auto"},

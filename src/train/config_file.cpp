@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "ddpscope/error.h"
+#include "train/accelerator_check.h"
 #include "train/memory_check.h"
 #include "train/options.h"
 #include "train/parse_value.h"
@@ -139,11 +140,8 @@ void validate_config(const Config& c) {
                     t.init_from, t.ckpt_path));
   }
 
-  // What belongs to later parts of the engine is refused until it exists.
-  auto not_yet = [](const std::string& what) {
-    throw UsageError(what + " is not available in this version of ddpscope yet; see docs/usage.md");
-  };
-  if (t.accelerator == Accelerator::kCuda) not_yet("--accelerator cuda (GPU training)");
+  // What this build and machine cannot run is refused (the GPU engine is later work).
+  check_accelerator(t);
   if (t.strategy == Strategy::kSingle && t.devices > 1) {
     throw UsageError(
         fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp", t.devices));

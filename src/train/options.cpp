@@ -94,6 +94,15 @@ OptionSpec choice(std::string name, std::string group, std::string help, Field f
   return spec;
 }
 
+// --precision: Lightning's names, and its alias "32" for "32-true".
+OptionSpec precision_option() {
+  OptionSpec spec = choice(
+      "precision", "trainer", "32-true | tf32 | bf16-mixed (tf32, bf16-mixed: cuda only)",
+      [](Config & c) -> auto& { return c.trainer.precision; });
+  spec.set = [choose = spec.set](Config& c, const std::string& v) { choose(c, v == "32" ? "32-true" : v); };
+  return spec;
+}
+
 // --logger: a valid list replaces the loggers; a bad one is kept for validate_config to refuse.
 OptionSpec logger_option() {
   OptionSpec spec = named("logger", "observability", "comma list of csv, tensorboard, jsonl; or none");
@@ -289,6 +298,7 @@ std::vector<OptionSpec> make_table() {
       [](C & c) -> auto& { return c.trainer.log_every_n_steps; }));
   t.push_back(choice(
       "accelerator", "trainer", "cpu | cuda | auto", [](C & c) -> auto& { return c.trainer.accelerator; }));
+  t.push_back(precision_option());
   t.push_back(devices_option());
   t.push_back(integer(
       "num-nodes", "trainer", "machines (checked against the MPI world)", 1, 4096,

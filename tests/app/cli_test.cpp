@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gpu/visible_gpus.h"
 #include "support/run_command.h"
 
 namespace ddp {
@@ -202,8 +203,90 @@ TEST(Cli, ParserErrorsSayWhatTheUserDid) {
   }
 }
 
-TEST(Cli, GpuTrainingIsRefusedWithExitTwoInThisVersion) {
-  expect_usage_error("--accelerator cuda", "--accelerator cuda (GPU training) is not available", "later_cuda");
+// Where no GPU is visible (this build without CUDA, or a machine without a driver or
+// device): what --accelerator cuda says, the same for every command and the YAML config.
+std::string no_gpu_message() {
+  const VisibleGpus gpus = visible_gpus();
+  if (!gpus.devices.empty()) return "";
+  EXPECT_FALSE(gpus.none_reason.empty());
+  return gpu_build().with_cuda ? "--accelerator cuda: no CUDA device was found: " + gpus.none_reason
+                               : "--accelerator cuda: this ddpscope was built without CUDA; to get a CUDA build, "
+                                 "install the CUDA toolkit";
+}
+
+TEST(Cli, AcceleratorCudaWithoutAGpuExitsTwoSayingWhyInEveryCommand) {
+  const std::string message = no_gpu_message();
+  if (message.empty()) GTEST_SKIP() << "a GPU is visible: tests/gpu checks what cuda says then";
+  expect_usage_error("--accelerator cuda", message, "cuda_train");
+  const auto dir = fresh_dir("cuda_commands");
+  std::ofstream(dir / "cuda.yaml") << "accelerator: cuda\n";
+  for (const std::string command : {"compare --devices 1 --accelerator cuda", "doctor --devices 1 --accelerator cuda",
+                                    "predict --from missing.json --accelerator cuda", "train --config cuda.yaml"}) {
+    const auto r = run_command(kBinary + " " + command, dir);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << command << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "ddpscope_logs")) << "refused before any run folder is made";
+}
+
+TEST(Cli, AcceleratorAutoWithoutAGpuTrainsOnCpuWithoutANote) {
+  if (no_gpu_message().empty()) GTEST_SKIP() << "a GPU is visible: tests/gpu checks auto's note then";
+  const auto r = train("--accelerator auto", "auto_cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("GPU available"), std::string::npos) << r.err;
+}
+
+TEST(Cli, PrecisionOtherThan32TrueIsRefusedOnCpuNamingWhatItNeeds) {
+  expect_usage_error("--precision tf32",
+                     "--precision tf32 needs --accelerator cuda (TF32 tensor cores); this run is on CPU", "tf32");
+  expect_usage_error("--precision bf16-mixed --accelerator cpu", "--precision bf16-mixed needs --accelerator cuda",
+                     "bf16");
+  expect_usage_error("--precision 16-mixed",
+                     "--precision: '16-mixed' is not accepted; expected one of 32-true, tf32, "
+                     "bf16-mixed",
+                     "precision_bad");
+  if (!no_gpu_message().empty()) {
+    expect_usage_error("--precision tf32 --accelerator auto",
+                       "--precision tf32 needs --accelerator cuda (TF32 tensor cores); --accelerator auto found no GPU",
+                       "tf32_auto");
+  }
+}
+
+TEST(Cli, PrecisionIsWrittenToHparamsAndReadFromYamlWithLightningsAlias) {
+  const auto r = train("--precision 32", "precision_alias");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto hparams =
+      std::filesystem::temp_directory_path() / "ddpscope_test_precision_alias" / "ddpscope_logs/version_0/hparams.yaml";
+  EXPECT_NE(read_text(hparams).find("precision: 32-true"), std::string::npos) << read_text(hparams);
+  const auto dir = fresh_dir("precision_yaml");
+  std::ofstream(dir / "run.yaml") << "precision: tf32\n";
+  const auto yaml = run_command(kBinary + " train" + kQuick + " --config run.yaml", dir);
+  EXPECT_EQ(yaml.exit_code, 2) << yaml.err;
+  EXPECT_NE(yaml.err.find("--precision tf32 needs --accelerator cuda"), std::string::npos) << yaml.err;
+}
+
+TEST(Cli, DevicesSaysHowItWasBuiltAndWhyNoGpuIsVisible) {
+  const GpuBuild build = gpu_build();
+  const auto dir = fresh_dir("devices");
+  const auto text = run_command(kBinary + " devices", dir);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find(build.with_cuda ? "Built with CUDA " + build.cuda_version : "Built without CUDA"),
+            std::string::npos)
+      << text.out;
+  const VisibleGpus gpus = visible_gpus();
+  if (gpus.devices.empty()) EXPECT_NE(text.out.find("No CUDA device: " + gpus.none_reason), std::string::npos);
+
+  const auto json = run_command(kBinary + " devices --json", dir);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("built_with_cuda").get<bool>(), build.with_cuda);
+  EXPECT_EQ(j.at("gpus").size(), gpus.devices.size());
+  std::string architectures;
+  for (const auto& a : j.at("architectures"))
+    architectures += (architectures.empty() ? "" : " ") + a.get<std::string>();
+  EXPECT_EQ(architectures, build.architectures);
+  if (build.with_cuda) EXPECT_NE(architectures.find("90-real"), std::string::npos) << "Hopper's code is built in";
+  if (gpus.devices.empty()) EXPECT_EQ(j.at("no_gpu_reason").get<std::string>(), gpus.none_reason);
 }
 
 TEST(Cli, ProgressBarDrawsEpochsWhenOn) {

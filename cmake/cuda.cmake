@@ -1,0 +1,50 @@
+# DDPSCOPE_CUDA: AUTO builds the GPU path when CMake finds nvcc, ON requires it, OFF leaves
+# it out. Either way src/gpu/ gives visible_gpus(); without CUDA it says how to get a build.
+# Sets DDPSCOPE_WITH_CUDA (ON/OFF) for the tests and the installed package.
+set(DDPSCOPE_WITH_CUDA OFF)
+if(NOT DDPSCOPE_CUDA MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "DDPSCOPE_CUDA is '${DDPSCOPE_CUDA}'; expected AUTO, ON or OFF")
+endif()
+if(NOT DDPSCOPE_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(DDPSCOPE_WITH_CUDA ON)
+  elseif(DDPSCOPE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR
+      "DDPSCOPE_CUDA is ON, but CMake found no CUDA compiler (nvcc). Install the CUDA toolkit so that "
+      "nvcc is on PATH, or give -DCMAKE_CUDA_COMPILER=/path/to/nvcc -DCUDAToolkit_ROOT=/path/to/cuda; "
+      "or configure with -DDDPSCOPE_CUDA=OFF (or AUTO) for a CPU-only build")
+  else()
+    message(STATUS "ddpscope: no CUDA compiler found; building without the GPU path (DDPSCOPE_CUDA=AUTO)")
+  endif()
+endif()
+
+if(DDPSCOPE_WITH_CUDA)
+  # Real code for Ampere (sm_80) and Hopper (sm_90: H100, H200), and sm_90's PTX, which the
+  # driver compiles for newer chips.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual")
+  endif()
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  # C++17 for device code: CMake 3.25 knows no CUDA20 dialect for nvcc 13.
+  set_target_properties(ddpscope_core PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}"
+                                                 CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
+  file(GLOB DDPSCOPE_GPU_SOURCES CONFIGURE_DEPENDS src/gpu/*.cu src/gpu/*_cuda.cpp)
+  target_sources(ddpscope_core PRIVATE ${DDPSCOPE_GPU_SOURCES})
+  # `ddpscope devices` reports them; "80-real 90-real 90-virtual" (a ';' would split the definition).
+  string(REPLACE ";" " " architectures "${CMAKE_CUDA_ARCHITECTURES}")
+  set_source_files_properties(src/gpu/visible_gpus_cuda.cpp PROPERTIES
+                              COMPILE_DEFINITIONS "DDPSCOPE_CUDA_ARCHITECTURES=\"${architectures}\"")
+  # A static cudart: one binary runs with or without a driver (it reports the reason then).
+  target_link_libraries(ddpscope_core PUBLIC CUDA::cudart_static CUDA::cublasLt)
+  message(STATUS "ddpscope: building the GPU path with CUDA ${CUDAToolkit_VERSION} for ${CMAKE_CUDA_ARCHITECTURES}")
+else()
+  file(GLOB DDPSCOPE_GPU_SOURCES CONFIGURE_DEPENDS src/gpu/*_nocuda.cpp)
+  target_sources(ddpscope_core PRIVATE ${DDPSCOPE_GPU_SOURCES})
+endif()
+# The sources shared by both builds (neither *_cuda.cpp, *_nocuda.cpp nor .cu).
+file(GLOB DDPSCOPE_GPU_COMMON CONFIGURE_DEPENDS src/gpu/*.cpp)
+list(FILTER DDPSCOPE_GPU_COMMON EXCLUDE REGEX "_(no)?cuda\\.cpp$")
+target_sources(ddpscope_core PRIVATE ${DDPSCOPE_GPU_COMMON})

@@ -1,0 +1,25 @@
+#pragma once
+// Tests that need a GPU start with DDP_REQUIRE_GPU(): without one they are skipped, with the
+// reason, so ctest reports them as not run (never as passed).
+#include <gtest/gtest.h>
+
+#include "gpu/visible_gpus.h"
+
+namespace ddp::testing {
+
+// The first visible GPU, or nullptr (and reason says why there is none).
+inline const GpuDevice* first_gpu(std::string& reason) {
+  static const VisibleGpus gpus = visible_gpus();
+  reason = gpus.none_reason;
+  return gpus.devices.empty() ? nullptr : &gpus.devices.front();
+}
+
+}  // namespace ddp::testing
+
+#define DDP_REQUIRE_GPU()                                          \
+  do {                                                             \
+    std::string ddp_no_gpu_reason;                                 \
+    if (::ddp::testing::first_gpu(ddp_no_gpu_reason) == nullptr) { \
+      GTEST_SKIP() << "no GPU visible: " << ddp_no_gpu_reason;     \
+    }                                                              \
+  } while (0)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The GPU machine's bundle (bench/gpu/pack.sh) is self-contained: packed from BUILD_DIR,
+# unpacked into a temporary folder and run in a mount namespace where the Debian libraries
+# and Open MPI files it packs are hidden (gpu_bundle_hidden.sh), it trains the seed on 1
+# and 2 ranks (launched by ddpscope and by the bundle's mpirun), and every program and
+# plugin in it resolves its libraries inside the bundle. Root (mount namespaces).
+# Usage: gpu_bundle_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+source=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$source/bench/gpu/pack.sh" "$build" "$work/pack"
+tar -C "$work" -xzf "$work/pack/ddpscope-bundle.tar.gz"
+bundle=$work/ddpscope-bundle
+mkdir "$work/run"
+unshare -m sh "$source/tests/bench/gpu_bundle_hidden.sh" "$bundle" "$work/run"
+
+# Each run exited 0 and did what it was asked, with nothing of the host's libraries.
+for name in version train1 train2 mpirun2; do
+  echo "--- $name"; cat "$work/run/$name.out"
+  [[ $(cat "$work/run/$name.rc") == 0 ]] || fail "$name exited $(cat "$work/run/$name.rc") with the host's libraries hidden"
+done
+grep -q '^ddpscope [0-9]' "$work/run/version.out" || fail "ddpscope --version printed no version"
+for name in train1 train2 mpirun2; do
+  grep -q '^Training completed in [0-9.]* seconds$' "$work/run/$name.out" || fail "$name did not finish training"
+done
+# The libraries resolved: none missing, none from outside the bundle (the vDSO aside).
+grep -q '^== ' "$work/run/resolve.out" || fail "no program was checked"
+if grep -E 'not found|FAILED' "$work/run/resolve.out"; then fail "the bundle misses a library (above)"; fi
+if grep -E '=> /' "$work/run/resolve.out" | grep -v "=> $bundle/lib/"; then
+  fail "a library above resolved outside the bundle"
+fi
+echo "the bundle ran with the host's libraries hidden"

@@ -10,10 +10,10 @@ keep=$work/system-libs
 empty=$work/empty
 mkdir -p "$keep" "$empty"
 cp -L /lib/x86_64-linux-gnu/libc.so.6 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$keep/"
-# Private mounts (nothing leaks to the host); the library folder last: mount needs it.
-mount --make-rprivate /
+# unshare -m made every mount private (nothing leaks to the host); the library folder goes
+# last: mount itself needs it.
 for folder in /etc/openmpi /usr/share/openmpi /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2; do
-  [ -d "$folder" ] && mount --bind "$empty" "$folder"
+  if [ -d "$folder" ]; then mount --bind "$empty" "$folder"; fi
 done
 mount --bind "$keep" /usr/lib/x86_64-linux-gnu
 

@@ -34,3 +34,20 @@ if grep -E '=> /' "$work/run/resolve.out" | grep -v "=> $bundle/lib/"; then
   fail "a library above resolved outside the bundle"
 fi
 echo "the bundle ran with the host's libraries hidden"
+
+# bench/gpu/check.sh on this machine (no GPU): exit 0, results saying what was not run and
+# why, the bundle's ddpscope answering, at most 8 files back, named as the device tool allows.
+OUT=$work/out "$source/bench/gpu/check.sh" "$work/pack/ddpscope-bundle.tar.gz" || fail "check.sh exited $? without a GPU"
+grep -q '^| ddpscope_version | ran |' "$work/out/results.md" || fail "check.sh did not run the bundle's ddpscope"
+grep -Eq '^\| accelerator_cuda \| (ran \|.*accepted|not run \|.*message: )' "$work/out/results.md" ||
+  fail "check.sh did not record --accelerator cuda's answer"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  grep -q '^| machine | ran |  |  | no GPU' "$work/out/results.md" || fail "check.sh did not say there is no GPU"
+fi
+python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$work/out/results.json" || fail "results.json is not JSON"
+files=$(find "$work/out" -type f | wc -l)
+((files <= 8)) || fail "check.sh wrote $files files; the device tool returns at most 8"
+if find "$work/out" -mindepth 1 | sed "s|^$work/out/||" | grep -E '[^A-Za-z0-9._/-]|^([^/]+/){3}'; then
+  fail "check.sh wrote names the device tool does not return (above)"
+fi
+echo "check.sh ran here and said what it could not run"

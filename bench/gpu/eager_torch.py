@@ -6,9 +6,10 @@ Lightning does), validation over the 5000 samples each epoch, 200 epochs. The sa
 fresh noise as in the seed, drawn on the GPU per batch (x [B,10], y [B,1]: the per-sample
 loss the seed meant). With --probe, the seed's nvmlInit / read every GPU / nvmlShutdown in
 every training micro-batch. One warm-up micro-batch before the clock (cuBLAS's start);
-torch.cuda.synchronize only at the end. Prints one JSON line.
+torch.cuda.synchronize only at the end. Prints one JSON line (with the epochs run: fewer
+than asked when --max-seconds stopped it).
 
-    python3 bench/gpu/eager_torch.py [--max-epochs 200] [--probe]
+    python3 bench/gpu/eager_torch.py [--max-epochs 200] [--probe] [--max-seconds S]
 
 Exit 0; 3 when torch (or, with --probe, nvidia-ml-py) or a GPU is missing (the reason on
 stderr); 2 for bad arguments.
@@ -26,9 +27,10 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-epochs", type=int, default=200)
     parser.add_argument("--probe", action="store_true", help="the seed's per-step NVML probe")
+    parser.add_argument("--max-seconds", type=float, default=0, help="stop after the epoch that passes this (0: never)")
     args = parser.parse_args(argv)
-    if args.max_epochs < 1:
-        parser.error("--max-epochs must be at least 1")
+    if args.max_epochs < 1 or args.max_seconds < 0:
+        parser.error("--max-epochs must be at least 1 and --max-seconds at least 0")
     return args
 
 
@@ -76,9 +78,10 @@ def main(argv):
     optimizer.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
 
-    steps = 0
+    steps = epochs = 0
     start = time.perf_counter()
-    for _ in range(args.max_epochs):
+    while epochs < args.max_epochs and not (args.max_seconds and time.perf_counter() - start > args.max_seconds):
+        epochs += 1
         model.train()
         for index, size in enumerate(sizes):
             micro_batch(size)
@@ -94,10 +97,10 @@ def main(argv):
                 loss_fn(model(torch.randn(size, 10, device=device)), torch.randn(size, 1, device=device))
     torch.cuda.synchronize()
     wall = time.perf_counter() - start
-    assert steps == args.max_epochs * math.ceil(len(sizes) / ACCUMULATE)
-    print(json.dumps({"script": "eager_torch", "probe": args.probe, "epochs": args.max_epochs, "wall_s": wall,
+    assert steps == epochs * math.ceil(len(sizes) / ACCUMULATE)
+    print(json.dumps({"script": "eager_torch", "probe": args.probe, "epochs": epochs, "wall_s": wall,
                       "optimizer_steps": steps, "per_step_us": 1e6 * wall / steps,
-                      "micro_batches": args.max_epochs * len(sizes)}))
+                      "micro_batches": epochs * len(sizes)}))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ Ratios are printed only between steps that both ran.
 import json
 import sys
 
-# (numerator, denominator, what the ratio says): wall seconds of the same 200 epochs.
+# (numerator, denominator, what the ratio says), per optimizer step: a run that its time
+# limit stopped early still compares.
 RATIOS = [
     ("lightning_seed_probe", "ddpscope_gpu_graph", "the seed's Lightning script (with its probe) / ddpscope (graph)"),
     ("eager_torch", "ddpscope_gpu_graph", "eager PyTorch loop / ddpscope (graph)"),
@@ -18,8 +19,8 @@ RATIOS = [
     ("eager_torch_probe", "eager_torch", "eager PyTorch with the per-step probe / without"),
     ("lightning_seed_probe", "lightning_seed_no_probe", "Lightning with the per-step probe / without"),
     ("ddpscope_cpu_seed", "ddpscope_gpu_graph", "ddpscope on the CPU (1 core) / on the GPU (graph)"),
+    ("nvml_cycle_pynvml", "nvml_cycle_ddpscope", "pynvml's probe cycle / ddpscope's (per call)"),
 ]
-NVML_RATIO = ("nvml_cycle_pynvml", "nvml_cycle_ddpscope", "pynvml's probe cycle / ddpscope's (per call)")
 
 
 def number(text):
@@ -40,11 +41,8 @@ def ratios(steps):
     by_name = {step["name"]: step for step in steps if step["status"] == "ran"}
     out = []
     for top, bottom, what in RATIOS:
-        if top in by_name and bottom in by_name and by_name[top]["wall_s"] and by_name[bottom]["wall_s"]:
-            out.append({"what": what, "ratio": by_name[top]["wall_s"] / by_name[bottom]["wall_s"]})
-    top, bottom, what = NVML_RATIO
-    if top in by_name and bottom in by_name and by_name[bottom]["per_step_us"]:
-        out.append({"what": what, "ratio": by_name[top]["per_step_us"] / by_name[bottom]["per_step_us"]})
+        if top in by_name and bottom in by_name and by_name[top]["per_step_us"] and by_name[bottom]["per_step_us"]:
+            out.append({"what": what, "ratio": by_name[top]["per_step_us"] / by_name[bottom]["per_step_us"]})
     return out
 
 

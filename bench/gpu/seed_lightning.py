@@ -5,14 +5,16 @@ MLP, MSELoss on [B,1,1] against [B,1] (the broadcast the seed has), self.log eve
 nvmlInit / read every GPU / nvmlShutdown in every training_step, Adam lr 0.01, 200 epochs,
 accumulate_grad_batches=3, timed from before the Trainer to the end of fit. Changed: W&B's
 logger is Lightning's CSVLogger (no network there), and devices=1 (the seed's 3-GPU DDP
-needs 3 GPUs). Prints the seed's "Training completed in N seconds" and one JSON line.
+needs 3 GPUs). Prints the seed's "Training completed in N seconds" and one JSON line (with
+the epochs run: fewer than asked when --max-seconds, Lightning's max_time, stopped it).
 
-    python3 bench/gpu/seed_lightning.py [--max-epochs 200] [--no-probe] [--devices 1]
+    python3 bench/gpu/seed_lightning.py [--max-epochs 200] [--no-probe] [--devices 1] [--max-seconds S]
 
 Exit 0; 3 when torch, Lightning or a GPU is missing here (the reason on stderr); 2 for bad
 arguments.
 """
 import argparse
+import datetime
 import json
 import sys
 import time
@@ -25,9 +27,10 @@ def parse_args(argv):
     parser.add_argument("--strategy", default="auto", help="auto (one device) or ddp (the seed's)")
     parser.add_argument("--no-probe", action="store_true", help="leave out the per-step NVML probe")
     parser.add_argument("--log-dir", default="lightning_logs_seed")
+    parser.add_argument("--max-seconds", type=int, default=0, help="Lightning's max_time in seconds (0: none)")
     args = parser.parse_args(argv)
-    if args.max_epochs < 1 or args.devices < 1:
-        parser.error("--max-epochs and --devices must be at least 1")
+    if args.max_epochs < 1 or args.devices < 1 or args.max_seconds < 0:
+        parser.error("--max-epochs and --devices must be at least 1, --max-seconds at least 0")
     return args
 
 
@@ -120,13 +123,14 @@ def main(argv):
     start_time = time.time()
     trainer = pl.Trainer(accelerator="gpu", strategy=args.strategy, devices=args.devices,
                          max_epochs=args.max_epochs, accumulate_grad_batches=3,
-                         logger=CSVLogger(args.log_dir))
+                         logger=CSVLogger(args.log_dir),
+                         max_time=datetime.timedelta(seconds=args.max_seconds) if args.max_seconds else None)
     trainer.fit(model, data_module)
     if trainer.is_global_zero:
         elapsed = time.time() - start_time
         print(f"Training completed in {elapsed:.2f} seconds")
         steps = trainer.global_step
-        print(json.dumps({"script": "seed_lightning", "probe": not args.no_probe, "epochs": args.max_epochs,
+        print(json.dumps({"script": "seed_lightning", "probe": not args.no_probe, "epochs": trainer.current_epoch,
                           "wall_s": elapsed, "optimizer_steps": steps,
                           "per_step_us": 1e6 * elapsed / steps if steps else None}))
 

@@ -102,5 +102,14 @@ cp "$here/bundle-env.sh" "$b/lib/bundle-env.sh"
 } >"$b/MANIFEST"
 
 tar -C "$stage" -czf "$out/ddpscope-bundle.tar.gz" ddpscope-bundle
+# What travels to the device machine (at most 64 MiB): the tracked tree and the bundle.
+tree_kib=$(cd "$root" && git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1)
 echo "pack.sh: $out/ddpscope-bundle.tar.gz: $(du -h "$out/ddpscope-bundle.tar.gz" | cut -f1)" \
-  "($(du -sh "$b" | cut -f1) unpacked, $(find "$b/lib" -name '*.so*' | wc -l) libraries)"
+  "($(du -sh "$b" | cut -f1) unpacked, $(find "$b/lib" -name '*.so*' | wc -l) libraries);" \
+  "with the source tree $(((tree_kib + $(du -k "$out/ddpscope-bundle.tar.gz" | cut -f1)) / 1024)) MiB of the 64 that travel"
+# -march=native code runs only on CPUs with this one's instructions (check.sh names an
+# illegal instruction); the machine's CPU is not known here.
+if grep -q 'march=native' "$b/MANIFEST"; then
+  echo "pack.sh: note: built with -march=native for this CPU; should the GPU machine's lack an instruction," \
+    "pack a build configured with -DCMAKE_CXX_FLAGS_RELEASE='-O3 -march=x86-64-v3 -DNDEBUG'" >&2
+fi

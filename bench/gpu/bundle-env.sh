@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2034,SC2154  # sourced: $bundle comes from, bundle_library_path goes to, the wrapper
 # Sourced by every bin/ wrapper of the bundle, with $bundle the unpacked bundle's folder.
 # Open MPI and PMIx find their components, help texts and defaults here, not under /usr.
 export OPAL_PREFIX="$bundle" OPAL_EXEC_PREFIX="$bundle" OPAL_BINDIR="$bundle/bin" OPAL_LIBDIR="$bundle/lib" \

@@ -77,6 +77,7 @@ cat "$bundle/MANIFEST" >>"$log"
 machine_dirs=()
 for lib in $(sed -n 's/^machine_libs: //p' "$bundle/MANIFEST"); do
   [[ $lib == libcuda.so* || $lib == libnvidia-* ]] && continue  # the driver's: the loader finds them
+  # shellcheck disable=SC2046  # the nvidia packages' folders, one word each
   found=$( (ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l {print $NF}'
     find "$(dirname "$(command -v nvcc || echo /nonexistent/bin)")/../lib64" \
       $(python3 -c 'import nvidia, sys; print(*nvidia.__path__)' 2>/dev/null) -name "$lib" 2>/dev/null) | sed -n 1p)
@@ -118,7 +119,7 @@ engine=no
 if [[ $rc == 0 ]]; then
   engine=yes
   record accelerator_cuda ran "$wall" "" "--accelerator cuda accepted"
-elif [[ $gpu == yes && $(grep -c '^cuda_build: yes' "$bundle/MANIFEST") == 1 ]]; then
+elif [[ $gpu == yes ]] && grep -q '^cuda_build: yes' "$bundle/MANIFEST"; then
   record accelerator_cuda failed "$wall" "" "a CUDA build on a GPU machine refused: $message"
 else
   record accelerator_cuda "not run" "" "" "ddpscope GPU engine: not built yet or no GPU (message: $message)"

@@ -1,3 +1,4 @@
+#!/bin/sh
 # Runs inside `unshare -m` (POSIX sh: bash and most tools need libraries hidden here).
 # Hides every Debian library and Open MPI file the bundle packs, keeping only the machine's
 # libc and loader (which /bin/sh itself needs), then runs the bundle's programs. Results go

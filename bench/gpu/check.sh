@@ -11,10 +11,11 @@
 # that should have worked failed or ran out of its time; 2 for usage (no $OUT, no bundle).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-tarball=${1:-$root/build/gpu-bundle/ddpscope-bundle.tar.gz}
+tarball=$(realpath -m "${1:-$root/build/gpu-bundle/ddpscope-bundle.tar.gz}")
 [[ -n ${OUT:-} ]] || { echo "check.sh: set OUT to the folder for the results" >&2; exit 2; }
 [[ -f $tarball ]] || { echo "check.sh: no bundle at $tarball; run bench/gpu/pack.sh here first" >&2; exit 2; }
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)  # the steps run in a folder of their own
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log=$OUT/check.log

@@ -51,3 +51,15 @@ if find "$work/out" -mindepth 1 | sed "s|^$work/out/||" | grep -E '[^A-Za-z0-9._
   fail "check.sh wrote names the device tool does not return (above)"
 fi
 echo "check.sh ran here and said what it could not run"
+
+# The Python scripts parse, answer --help without torch, and refuse a bad value with exit 2.
+for script in "$source"/bench/gpu/*.py; do
+  python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$script" || fail "$script does not parse"
+  [[ $script == */report.py ]] && continue
+  python3 "$script" --help >/dev/null || fail "$script --help exited $?"
+  bad=--max-epochs=0
+  [[ $script == */nvml_cycle.py ]] && bad=--calls=0
+  status=0
+  python3 "$script" "$bad" >/dev/null 2>&1 || status=$?
+  ((status == 2)) || fail "$script took a bad value (exit $status, not 2)"
+done

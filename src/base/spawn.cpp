@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "base/stop_signal.h"
@@ -39,6 +41,14 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 }
 
 }  // namespace
+
+std::string own_executable() {
+  if (const char* wrapper = std::getenv("DDPSCOPE_EXECUTABLE"); wrapper != nullptr && *wrapper != '\0') return wrapper;
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) throw Error(ExitCode::kOther, "cannot find this executable (/proc/self/exe): " + error.message());
+  return self.string();
+}
 
 pid_t spawn_process(const std::vector<std::string>& args, const SpawnOptions& options) {
   DDP_CHECK(!args.empty() && args[0].starts_with("/"), "spawn_process needs an absolute path");

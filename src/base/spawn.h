@@ -23,6 +23,12 @@ struct SpawnOptions {
 // program that cannot be executed exits 127 after naming itself on the child's stderr.
 pid_t spawn_process(const std::vector<std::string>& args, const SpawnOptions& options = {});
 
+// The command that starts this program again (the launcher's ranks, the doctor's runs):
+// $DDPSCOPE_EXECUTABLE when set, else /proc/self/exe. The variable is for a relocated bundle
+// (bench/gpu/pack.sh), whose wrapper runs the binary through its own dynamic loader, so that
+// /proc/self/exe names the loader. Throws Error(kOther) when /proc/self/exe cannot be read.
+std::string own_executable();
+
 // Waits for pid (retrying on EINTR) and returns its exit code: 128 + signal when killed.
 int wait_for_exit(pid_t pid);
 

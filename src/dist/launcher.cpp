@@ -197,9 +197,7 @@ int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch) {
         "(Debian/Ubuntu: apt-get install openmpi-bin) or use --devices 1",
         devices));
   }
-  std::error_code error;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", error).string();
-  if (error) throw DistributedError("cannot find this executable (/proc/self/exe): " + error.message());
+  const std::string self = own_executable();
 
   std::vector<std::string> args = {*mpirun, "-np", std::to_string(devices)};
   const int cores = available_cores();

@@ -14,13 +14,6 @@
 
 namespace ddp {
 
-std::string own_executable() {
-  std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) throw Error(ExitCode::kOther, "cannot find this executable (/proc/self/exe): " + error.message());
-  return self.string();
-}
-
 ChildResult run_child(const std::vector<std::string>& args, const std::filesystem::path& stdout_file,
                       const std::filesystem::path& stderr_file) {
   const int out = ::open(stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -15,7 +15,4 @@ struct ChildResult {
 ChildResult run_child(const std::vector<std::string>& args, const std::filesystem::path& stdout_file,
                       const std::filesystem::path& stderr_file);
 
-// This executable's path (/proc/self/exe).
-std::string own_executable();
-
 }  // namespace ddp

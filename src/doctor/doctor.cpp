@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "base/spawn.h"
 #include "ddpscope/error.h"
 #include "doctor/ablation.h"
 #include "doctor/child_process.h"

@@ -1,5 +1,7 @@
 #include "ddpscope/world_join.h"
 
+#include <cstddef>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -12,11 +14,16 @@
 namespace ddp {
 namespace {
 
-// The command line of this process, to re-launch it under mpirun.
+// The command line of this process, to re-launch it under mpirun. A bundle's wrapper
+// (bench/gpu/pack.sh) starts the program through the dynamic loader, whose path and options
+// come first in /proc/self/cmdline: DDPSCOPE_LOADER_WORDS says how many words to drop.
 std::vector<std::string> own_command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> args;
   for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  const char* loader_words = std::getenv("DDPSCOPE_LOADER_WORDS");
+  const std::size_t drop = loader_words != nullptr ? std::strtoul(loader_words, nullptr, 10) : 0;
+  if (drop > 0 && drop < args.size()) args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(drop));
   return args;
 }
 

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The GPU machine's one prepared check (bench/gpu/README.md): run there from the repository
+# root with $OUT set and the bundle of bench/gpu/pack.sh carried. Every step has its own
+# timeout inside one budget (DDPSCOPE_CHECK_BUDGET_S, default 360 s); a step that cannot run
+# on this machine (no GPU, no CUDA build yet, no torch) is recorded as "not run" with why.
+#
+#   OUT=/some/folder bench/gpu/check.sh [BUNDLE_TAR]   # default build/gpu-bundle/ddpscope-bundle.tar.gz
+#
+# Writes to $OUT: results.md, results.json, check.log, and where they ran summary-gpu-graph.json,
+# doctor.txt and doctor.json. Exit 0 when every step that could run passed; 1 when a step
+# that should have worked failed or ran out of its time; 2 for usage (no $OUT, no bundle).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tarball=$(realpath -m "${1:-$root/build/gpu-bundle/ddpscope-bundle.tar.gz}")
+[[ -n ${OUT:-} ]] || { echo "check.sh: set OUT to the folder for the results" >&2; exit 2; }
+[[ -f $tarball ]] || { echo "check.sh: no bundle at $tarball; run bench/gpu/pack.sh here first" >&2; exit 2; }
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)  # the steps run in a folder of their own
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+log=$OUT/check.log
+steps=$work/steps.tsv
+: >"$log"
+: >"$steps"
+budget=${DDPSCOPE_CHECK_BUDGET_S:-360}
+failures=0
+
+# run NAME LIMIT_S COMMAND...: COMMAND's output in $work/NAME.out and check.log, its exit
+# code in $rc (124 when it ran out of time), its seconds in $wall. The limit shrinks to the
+# budget left; with under 5 s left the step is not started ($rc = skipped).
+run() {
+  local name=$1 limit=$2 left=$((budget - SECONDS)) start
+  shift 2
+  if ((left < 5)); then rc=skipped wall=; echo "=== $name: not started, out of the check's time" >>"$log"; return; fi
+  ((limit > left)) && limit=$left
+  echo "=== $name (limit ${limit} s): $*" >>"$log"
+  start=$(date +%s.%N)
+  set +e
+  timeout --kill-after=5 "$limit" "$@" >"$work/$name.out" 2>&1
+  rc=$?
+  set -e
+  wall=$(awk -v start="$start" -v end="$(date +%s.%N)" 'BEGIN { printf "%.3f", end - start }')
+  head -c 200000 "$work/$name.out" >>"$log"
+  echo "=== $name: exit $rc after $wall s" >>"$log"
+}
+
+# record NAME STATUS WALL PER_STEP_US NOTE: one row of the results; "failed" and "timed
+# out" count as failures.
+record() {
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$steps"
+  [[ $2 == failed || $2 == "timed out" ]] && failures=$((failures + 1))
+  echo "--- $1: $2 $5"
+}
+
+# outcome NAME NOTE [PER_STEP_US]: records the last run by its exit code: 0 ran, 3 not run
+# (the program said why: this machine lacks what it needs), 124 timed out, else failed.
+outcome() {
+  local why
+  why=$(grep -m1 -E 'not run|unavailable' "$work/$1.out" 2>/dev/null || true)
+  case $rc in
+    0) record "$1" ran "$wall" "${3:-}" "$2" ;;
+    3) record "$1" "not run" "" "" "$why" ;;
+    124 | 137) record "$1" "timed out" "$wall" "" "$2" ;;
+    skipped) record "$1" "not run" "" "" "out of the check's time" ;;
+    132) record "$1" failed "$wall" "" "illegal instruction: pack a build for this CPU (not -march=native elsewhere)" ;;
+    *) record "$1" failed "$wall" "" "exit $rc: $(tail -1 "$work/$1.out")" ;;
+  esac
+}
+
+# json_field FILE FIELD: a field of the JSON line a program printed last.
+json_field() { grep '^{' "$1" | tail -1 | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"; }
+
+# 1. Unpack the bundle; tell its wrappers where the machine's own CUDA libraries are
+# (cuBLASLt and the like are too large to travel: torch's wheels and the toolkit have them).
+tar -C "$work" -xzf "$tarball"
+bundle=$work/ddpscope-bundle
+cat "$bundle/MANIFEST" >>"$log"
+machine_dirs=()
+for lib in $(sed -n 's/^machine_libs: //p' "$bundle/MANIFEST"); do
+  [[ $lib == libcuda.so* || $lib == libnvidia-* ]] && continue  # the driver's: the loader finds them
+  # shellcheck disable=SC2046  # the nvidia packages' folders, one word each
+  found=$( (ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l {print $NF}'
+    find "$(dirname "$(command -v nvcc || echo /nonexistent/bin)")/../lib64" \
+      $(python3 -c 'import nvidia, sys; print(*nvidia.__path__)' 2>/dev/null) -name "$lib" 2>/dev/null) | sed -n 1p)
+  if [[ -n $found ]]; then machine_dirs+=("$(dirname "$found")"); else echo "machine library $lib: not found" >>"$log"; fi
+done
+DDPSCOPE_BUNDLE_MACHINE_LIBS=$(IFS=:; echo "${machine_dirs[*]:-}")
+export DDPSCOPE_BUNDLE_MACHINE_LIBS PYTHONUNBUFFERED=1
+ddpscope=$bundle/bin/ddpscope
+
+# 2. The machine: its GPU (nvidia-smi), glibc and Python; everything GPU is skipped without one.
+gpu=no
+echo "nvidia-smi is not on this machine" >"$work/gpus"
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >"$work/gpus" 2>&1 && grep -q '^GPU ' "$work/gpus"; then gpu=yes; fi
+{ uname -srm; getconf GNU_LIBC_VERSION 2>&1; python3 --version 2>&1; nvidia-smi 2>&1 || true; } >>"$log"
+gpu_note=$(if [[ $gpu == yes ]]; then head -1 "$work/gpus"; else echo "no GPU: $(head -1 "$work/gpus")"; fi)
+record machine ran "" "" "$gpu_note; $(getconf GNU_LIBC_VERSION 2>&1)"
+
+# 3. The bundle runs here at all (its loader, its libraries).
+run ddpscope_version 30 "$ddpscope" --version
+outcome ddpscope_version "$(head -1 "$work/ddpscope_version.out")"
+[[ $rc == 0 ]] || { python3 "$root/bench/gpu/report.py" "$steps" "$OUT" "The bundle does not run here."; exit 1; }
+# Two ranks on the CPU through the bundle's Open MPI (the next issue's multi-GPU runs need it).
+mkdir -p "$work/runs"
+cd "$work/runs"
+run ddpscope_cpu_2ranks 60 "$ddpscope" train --preset seed --max-epochs 2 --devices 2 --default-root-dir two_ranks
+outcome ddpscope_cpu_2ranks "2 epochs on 2 CPU ranks, the bundle's mpirun"
+
+# 4. Does this ddpscope have a GPU engine? Ask it (a future `devices --json` first, then one
+# short epoch with --accelerator cuda); without one, say so with its own message.
+run devices 30 "$ddpscope" devices --json
+if [[ $rc == 0 ]]; then
+  record devices ran "" "" "$(tr -d '\n' <"$work/devices.out" | cut -c 1-300)"
+else
+  record devices "not run" "" "" "this ddpscope has no devices command (exit $rc)"
+fi
+run accelerator_cuda 60 "$ddpscope" train --preset seed --accelerator cuda --max-epochs 1 --default-root-dir probe
+message=$(grep -m1 'ddpscope: error' "$work/accelerator_cuda.out" || tail -1 "$work/accelerator_cuda.out")
+engine=no
+if [[ $rc == 0 ]]; then
+  engine=yes
+  record accelerator_cuda ran "$wall" "" "--accelerator cuda accepted"
+elif [[ $gpu == yes ]] && grep -q '^cuda_build: yes' "$bundle/MANIFEST"; then
+  record accelerator_cuda failed "$wall" "" "a CUDA build on a GPU machine refused: $message"
+else
+  record accelerator_cuda "not run" "" "" "ddpscope GPU engine: not built yet or no GPU (message: $message)"
+fi
+
+# 5. The GPU tests, if the bundle has any (tests/gpu), and compute-sanitizer on the first.
+gpu_tests=$(sed -n 's/^gpu_tests: //p' "$bundle/MANIFEST")
+if [[ -z $gpu_tests ]]; then
+  record gpu_tests "not run" "" "" "the build has no GPU tests yet (tests/gpu)"
+elif [[ $gpu == no ]]; then
+  record gpu_tests "not run" "" "" "no GPU: $gpu_tests"
+else
+  for test in $gpu_tests; do
+    run "$test" 90 "$bundle/bin/$test"
+    outcome "$test" "GPU test"
+  done
+  sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$(command -v nvcc || echo /nonexistent/nvcc)")/compute-sanitizer")
+  first=${gpu_tests%% *}
+  if [[ -x $sanitizer ]]; then
+    run compute_sanitizer 120 "$sanitizer" --tool memcheck --target-processes all --error-exitcode 9 "$bundle/bin/$first"
+    outcome compute_sanitizer "memcheck on $first"
+  else
+    record compute_sanitizer "not run" "" "" "compute-sanitizer is not on this machine"
+  fi
+fi
+
+# 6. The seed (200 epochs) on the GPU: CUDA graph and eager, each with and without the
+# seed's per-step NVML probe. Per step = summary.json's wall over its optimizer steps.
+seed_gpu() {
+  local name=$1 summary
+  shift
+  run "$name" 60 "$ddpscope" train --preset seed --accelerator cuda --devices 1 --default-root-dir "$name" "$@"
+  summary=$(find "$name" -name summary.json 2>/dev/null | sed -n 1p)
+  if [[ $rc == 0 && -n $summary ]]; then
+    wall=$(python3 -c "import json; print(json.load(open('$summary'))['wall_seconds'])")
+    outcome "$name" "$(grep -m1 'Training completed' "$work/$name.out")" \
+      "$(python3 -c "import json; d = json.load(open('$summary')); print(1e6 * d['wall_seconds'] / d['optimizer_steps'])")"
+  else
+    outcome "$name" ""
+  fi
+}
+if [[ $engine == yes ]]; then
+  seed_gpu ddpscope_gpu_graph
+  summary=$(find ddpscope_gpu_graph -name summary.json | sed -n 1p)
+  [[ -n $summary ]] && cp "$summary" "$OUT/summary-gpu-graph.json"
+  seed_gpu ddpscope_gpu_graph_probe --monitor-mode per-step
+  seed_gpu ddpscope_gpu_eager --no-cuda-graph
+  seed_gpu ddpscope_gpu_eager_probe --no-cuda-graph --monitor-mode per-step
+else
+  record ddpscope_gpu_graph "not run" "" "" "ddpscope GPU engine: not built yet (the four seed runs need it)"
+fi
+
+# 7. nvmlInit + read every GPU + nvmlShutdown per call: ddpscope's own NVML code, then pynvml.
+if [[ -x $bundle/bin/nvml_cycle_bench ]]; then
+  run nvml_cycle_ddpscope 30 "$bundle/bin/nvml_cycle_bench" 200
+  outcome nvml_cycle_ddpscope "ddpscope's NvmlSession, 200 calls" \
+    "$([[ $rc == 0 ]] && json_field "$work/nvml_cycle_ddpscope.out" cycle_us_median)"
+fi
+run nvml_cycle_pynvml 30 python3 "$root/bench/gpu/nvml_cycle.py" --calls 200
+outcome nvml_cycle_pynvml "pynvml, 200 calls" "$([[ $rc == 0 ]] && json_field "$work/nvml_cycle_pynvml.out" cycle_us_median)"
+
+# 8. The comparisons on the same GPU: a plain eager PyTorch loop (without and with the
+# probe), then the seed's own Lightning script (with its probe, then without).
+# Each script stops itself 30 s before its limit (after the epoch that passes it), so that a
+# slow one still gives a time per step; the note says how many of the 200 epochs ran.
+python_step() {
+  local name=$1 note=$2 limit=$3 left=$((budget - SECONDS)) per_step=
+  shift 3
+  ((limit > left)) && limit=$left
+  run "$name" "$limit" "$@" --max-seconds $((limit > 40 ? limit - 30 : 10))
+  if [[ $rc == 0 ]]; then
+    per_step=$(json_field "$work/$name.out" per_step_us)
+    wall=$(json_field "$work/$name.out" wall_s)
+    note="$note; $(json_field "$work/$name.out" epochs) of 200 epochs"
+  fi
+  outcome "$name" "$note" "$per_step"
+}
+python_step eager_torch "synchronize at the end only" 60 python3 "$root/bench/gpu/eager_torch.py"
+python_step eager_torch_probe "the seed's probe per micro-batch" 90 python3 "$root/bench/gpu/eager_torch.py" --probe
+python_step lightning_seed_probe "the seed's script, 1 GPU (its 3-GPU DDP needs 3 GPUs)" 150 \
+  python3 "$root/bench/gpu/seed_lightning.py"
+python_step lightning_seed_no_probe "the seed's script without the probe" 120 python3 "$root/bench/gpu/seed_lightning.py" --no-probe
+
+# 9. The doctor's GPU answer, where this ddpscope has one.
+if [[ $engine == yes ]]; then
+  run doctor_cuda 150 "$ddpscope" doctor --accelerator cuda --default-root-dir doctor
+  outcome doctor_cuda "ddpscope doctor --accelerator cuda"
+  cp "$work/doctor_cuda.out" "$OUT/doctor.txt"
+  doctor_json=$(find doctor -name doctor.json 2>/dev/null | sed -n 1p)
+  [[ -n $doctor_json ]] && cp "$doctor_json" "$OUT/doctor.json"
+else
+  record doctor_cuda "not run" "" "" "ddpscope GPU engine: not built yet"
+fi
+
+# 10. The same seed on this machine's CPU (one core), for scale; only beside GPU numbers.
+if [[ $engine == yes ]]; then
+  run ddpscope_cpu_seed 60 "$ddpscope" train --preset seed --devices 1 --default-root-dir ddpscope_cpu_seed
+  outcome ddpscope_cpu_seed "$(grep -m1 'Training completed' "$work/ddpscope_cpu_seed.out")"
+fi
+
+cd "$root"
+python3 "$root/bench/gpu/report.py" "$steps" "$OUT" \
+  "GPU: $gpu_note. ddpscope GPU engine: $engine. $failures step(s) failed. $(sed -n 's/^commit: /commit /p' "$bundle/MANIFEST")."
+cat "$OUT/results.md"
+((failures == 0))

@@ -5,6 +5,8 @@ export OPAL_PREFIX="$bundle" OPAL_EXEC_PREFIX="$bundle" OPAL_BINDIR="$bundle/bin
   OPAL_DATADIR="$bundle/share" OPAL_DATAROOTDIR="$bundle/share" OPAL_SYSCONFDIR="$bundle/etc/openmpi" \
   OPAL_PKGLIBDIR="$bundle/lib/openmpi3" OPAL_PKGDATADIR="$bundle/share/openmpi"
 export PMIX_INSTALL_PREFIX="$bundle" PMIX_MCA_mca_base_component_path="$bundle/lib/pmix"
+# The GPU tests start ddpscope by this bundle's wrapper (their build folder is not here).
+export DDPSCOPE_TEST_BINARY="$bundle/bin/ddpscope"
 # ddpscope starts mpirun from PATH, and mpirun starts the ranks: both from here.
 case ":$PATH:" in *":$bundle/bin:"*) ;; *) export PATH="$bundle/bin:$PATH" ;; esac
 # The bundle's libraries first (its glibc is its loader's), then the machine's CUDA libraries

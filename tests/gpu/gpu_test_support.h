@@ -3,6 +3,9 @@
 // reason, so ctest reports them as not run (never as passed).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "gpu/visible_gpus.h"
 
 namespace ddp::testing {
@@ -12,6 +15,13 @@ inline const GpuDevice* first_gpu(std::string& reason) {
   static const VisibleGpus gpus = visible_gpus();
   reason = gpus.none_reason;
   return gpus.devices.empty() ? nullptr : &gpus.devices.front();
+}
+
+// The ddpscope the tests start: the build's, or where a bundle's wrapper says its own is
+// (bench/gpu/bundle-env.sh sets DDPSCOPE_TEST_BINARY: the build folder is not on that machine).
+inline std::string ddpscope_binary() {
+  const char* bundled = std::getenv("DDPSCOPE_TEST_BINARY");
+  return bundled != nullptr && *bundled != '\0' ? bundled : DDPSCOPE_BINARY;
 }
 
 }  // namespace ddp::testing

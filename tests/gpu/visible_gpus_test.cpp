@@ -46,11 +46,11 @@ TEST(GpuCli, AcceleratorCudaSaysGpuTrainingIsNotBuiltYetNamingTheGpu) {
   std::string reason;
   const GpuDevice& gpu = *testing::first_gpu(reason);
   const auto dir = std::filesystem::temp_directory_path() / "ddpscope_gpu_cli_test";
-  const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) + " train --accelerator cuda --max-epochs 1", dir);
+  const auto r = testing::run_command(testing::ddpscope_binary() + " train --accelerator cuda --max-epochs 1", dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("found " + describe_gpu(gpu) + ", but GPU training is not built yet"), std::string::npos)
       << r.err;
-  const auto devices = testing::run_command(std::string(DDPSCOPE_BINARY) + " devices", dir);
+  const auto devices = testing::run_command(testing::ddpscope_binary() + " devices", dir);
   EXPECT_EQ(devices.exit_code, 0);
   EXPECT_NE(devices.out.find("GPU 0: " + describe_gpu(gpu)), std::string::npos) << devices.out;
 }
@@ -61,7 +61,7 @@ TEST(GpuCli, AcceleratorAutoSaysTheGpuIsAvailableAndTrainsOnCpu) {
   const GpuDevice& gpu = *testing::first_gpu(reason);
   const auto dir = std::filesystem::temp_directory_path() / "ddpscope_gpu_auto_test";
   std::filesystem::remove_all(dir);
-  const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +
+  const auto r = testing::run_command(testing::ddpscope_binary() +
                                           " train --accelerator auto --dataset-size 64 --batch-size 16 "
                                           "--hidden-size 8 --max-epochs 1 --progress-bar off",
                                       dir);

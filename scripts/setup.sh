@@ -18,7 +18,7 @@ preset=${1:-release}
 # The sanitizer and fuzz stages also need clang (libFuzzer, OpenMP for clang) and the style tools
 # (scripts/check-style runs on the asan build); a release or debug build does not.
 case "$preset" in
-  release | debug) ;;
+  release | debug | portable) ;;
   *) packages+=(clang-14 libclang-rt-14-dev libomp-14-dev clang-format-14 clang-tidy-14) ;;
 esac
 

@@ -4,14 +4,16 @@
 # library they load (glibc, libstdc++ and the dynamic loader included, so the machine's own
 # glibc version does not matter), and Open MPI's runtime relocated into the bundle.
 #
-#   bench/gpu/pack.sh [BUILD_DIR] [OUT_DIR]    # defaults: build/release, build/gpu-bundle
+#   bench/gpu/pack.sh [BUILD_DIR] [OUT_DIR]    # defaults: build/portable, build/gpu-bundle
+# (build/portable: `scripts/setup.sh portable`, CUDA and code for any AVX2 CPU.)
 #
 # Leaves OUT_DIR/ddpscope-bundle.tar.gz and prints its size. Exit 1 when a library a program
 # needs cannot be found here (the bundle would not run there).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build/release}" && pwd)
+build=$(cd "${1:-$root/build/portable}" && pwd) ||
+  { echo "pack.sh: no build to pack; make one with scripts/setup.sh portable" >&2; exit 2; }
 out=$(mkdir -p "${2:-$root/build/gpu-bundle}" && cd "${2:-$root/build/gpu-bundle}" && pwd)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -111,5 +113,5 @@ echo "pack.sh: $out/ddpscope-bundle.tar.gz: $(du -h "$out/ddpscope-bundle.tar.gz
 # illegal instruction); the machine's CPU is not known here.
 if grep -q 'march=native' "$b/MANIFEST"; then
   echo "pack.sh: note: built with -march=native for this CPU; should the GPU machine's lack an instruction," \
-    "pack a build configured with -DCMAKE_CXX_FLAGS_RELEASE='-O3 -march=x86-64-v3 -DNDEBUG'" >&2
+    "pack the portable build (scripts/setup.sh portable)" >&2
 fi

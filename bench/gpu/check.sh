@@ -120,6 +120,8 @@ engine=no
 if [[ $rc == 0 ]]; then
   engine=yes
   record accelerator_cuda ran "$wall" "" "--accelerator cuda accepted"
+elif [[ $message == *"GPU training is not built yet"* ]]; then
+  record accelerator_cuda "not run" "" "" "ddpscope GPU engine: not built yet (message: $message)"
 elif [[ $gpu == yes ]] && grep -q '^cuda_build: yes' "$bundle/MANIFEST"; then
   record accelerator_cuda failed "$wall" "" "a CUDA build on a GPU machine refused: $message"
 else

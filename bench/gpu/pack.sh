@@ -104,11 +104,15 @@ cp "$here/bundle-env.sh" "$b/lib/bundle-env.sh"
 } >"$b/MANIFEST"
 
 tar -C "$stage" -czf "$out/ddpscope-bundle.tar.gz" ddpscope-bundle
-# What travels to the device machine (at most 64 MiB): the tracked tree and the bundle.
-tree_kib=$(cd "$root" && git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1)
+# What travels to the device machine (at most 64 MiB): the tracked tree and the bundle
+# (the tree's size where git is here to list it; a fresh root has none).
+travels=""
+if command -v git >/dev/null; then
+  tree_kib=$(cd "$root" && git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1)
+  travels="; with the source tree $(((tree_kib + $(du -k "$out/ddpscope-bundle.tar.gz" | cut -f1)) / 1024)) MiB of the 64 that travel"
+fi
 echo "pack.sh: $out/ddpscope-bundle.tar.gz: $(du -h "$out/ddpscope-bundle.tar.gz" | cut -f1)" \
-  "($(du -sh "$b" | cut -f1) unpacked, $(find "$b/lib" -name '*.so*' | wc -l) libraries);" \
-  "with the source tree $(((tree_kib + $(du -k "$out/ddpscope-bundle.tar.gz" | cut -f1)) / 1024)) MiB of the 64 that travel"
+  "($(du -sh "$b" | cut -f1) unpacked, $(find "$b/lib" -name '*.so*' | wc -l) libraries)$travels"
 # -march=native code runs only on CPUs with this one's instructions (check.sh names an
 # illegal instruction); the machine's CPU is not known here.
 if grep -q 'march=native' "$b/MANIFEST"; then

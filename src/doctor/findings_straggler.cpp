@@ -93,7 +93,9 @@ Cause cause_of(const RunRecord& run, int rank, double cost) {
                       "backward and optimizer took {:.3f} s on it against at most {:.3f} s on the others.",
                       compute(s.phases_per_rank[rank]), max_of_others(s.phases_per_rank, rank, compute)),
           "Check that rank's core (clock, thermal throttling, memory placement: numactl --hardware) and its data; "
-          "a slower machine holds every rank at its pace."};
+          "a slower machine holds every rank at its pace. On a shared virtual machine a core can be slower in one "
+          "run and not the next (a busy sibling hyperthread on the host is not counted as steal): repeat the run "
+          "(doctor --repeats) to see whether the same rank is slow each time."};
 }
 
 }  // namespace

@@ -12,10 +12,17 @@
 namespace ddp {
 namespace {
 
-// Words of the titles of the findings that name a cause (findings_straggler.cpp,
-// findings_catalogue.cpp).
-const std::vector<std::string> kCauseWords = {"holds the others back", "threads x", "Input starvation",
-                                              "allreduces per optimizer step where", "Gradient buckets of"};
+// Words of the titles of the findings that name a cause in the configuration
+// (findings_catalogue.cpp).
+const std::vector<std::string> kCauseWords = {"threads x", "Input starvation", "allreduces per optimizer step where",
+                                              "Gradient buckets of"};
+
+// A straggler in a clean run can only be a rank whose core computed slower for the same
+// work: on this shared VM one rank's compute was measured 40 % slower in one repeat of three,
+// with no wait for its core and no steal (the host's, not the configuration's). Every cause
+// the rules could pin on the configuration or on this machine's processes is absent.
+const std::vector<std::string> kStragglerCauseWords = {"another process shares it", "gave its core to another guest",
+                                                       "waited for its loader"};
 
 TEST(CleanRun, NoCauseIsFoundInThreeRepeatsOfAConfigurationWithoutOne) {
   // The seed's model and batch on a smaller dataset: about a second of training per run,
@@ -36,6 +43,11 @@ TEST(CleanRun, NoCauseIsFoundInThreeRepeatsOfAConfigurationWithoutOne) {
     for (const Finding& f : find_problems(in)) {
       for (const std::string& words : kCauseWords) {
         EXPECT_EQ(f.title.find(words), std::string::npos) << "repeat " << repeat << ": " << f.title << "\n" << f.detail;
+      }
+      if (f.title.find("holds the others back") == std::string::npos) continue;
+      EXPECT_NE(f.detail.find("Its own compute was slower"), std::string::npos) << f.detail;
+      for (const std::string& words : kStragglerCauseWords) {
+        EXPECT_EQ(f.detail.find(words), std::string::npos) << "repeat " << repeat << ": " << f.detail;
       }
     }
   }

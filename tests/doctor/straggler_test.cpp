@@ -5,9 +5,9 @@
 //
 // The injected delay: what the hog adds to rank 1's compute per step, measured as rank 1's
 // compute per step less rank 0's in the hogged run; rank 0 waits about that for rank 1. It
-// is not simply rank 1's clean compute (the hog taking half its core): the rank's loader
-// thread shares the core too, and the scheduler's share between them and the hog varies
-// (measured 0.4 to 1.3 times the clean compute between builds). Tolerance: a factor
+// is not simply rank 1's clean compute (the hog taking half its core): how the scheduler
+// splits the core between the hog and the rank's threads (compute and loader) varies
+// (rank 0's wait measured 0.4 to 1.3 times rank 1's clean compute between builds). Tolerance: a factor
 // kTolerance either way, loose enough for a shared 2-core machine.
 #include <sched.h>
 #include <signal.h>

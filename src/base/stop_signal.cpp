@@ -20,6 +20,7 @@ std::atomic<int> first_received{0};
 std::atomic<int> last_received{0};
 std::atomic<int> received_count{0};
 std::atomic<bool> taken{false};
+std::atomic<int> decided_exit_code{-1};  // set once the process's outcome is printed
 sigset_t mask_before;  // written once, before the watcher starts
 
 sigset_t stop_set() {
@@ -62,6 +63,7 @@ void act_as_before(int signal) {
 // Async-signal-safe: it also runs as the handler, in the few threads that have the signals
 // unblocked because they started before main (OpenBLAS starts its threads as it loads).
 void on_stop_signal(int signal) {
+  if (const int code = decided_exit_code.load(); code >= 0) _exit(code);
   if (armed.load() == 0) return act_as_before(signal);
   last_received = signal;
   int none = 0;
@@ -130,6 +132,8 @@ void StopSignals::arm(SecondSignal second) {
 }
 
 StopSignals::~StopSignals() { --armed; }
+
+void StopSignals::end_quietly_with(int exit_code) { decided_exit_code = exit_code; }
 
 int StopSignals::pending() { return first_received.load(std::memory_order_relaxed); }
 int StopSignals::count() { return received_count.load(std::memory_order_relaxed); }

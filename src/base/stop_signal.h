@@ -41,6 +41,10 @@ class StopSignals {
   // As a StopSignals that is never destroyed: signals are taken until the process has
   // exited, static destructors included.
   static void hold_until_exit();
+  // The process has stopped on a signal and said so; only its exit is left. From now on a
+  // signal ends it at once with exit_code and says nothing more: under mpirun the first rank
+  // to exit makes mpirun send SIGTERM to the others, which must not report a second signal.
+  static void end_quietly_with(int exit_code);
   // The first signal received (SIGINT or SIGTERM), or 0.
   static int pending();
   // Signals received so far, and the last of them (0 if none).

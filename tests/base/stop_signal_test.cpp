@@ -1,0 +1,67 @@
+// What a signal does to a process whose StopSignals are held until exit (as the CLI holds
+// them): the first is only recorded, a second ends it at once and says so; once the process
+// has stopped and said why (StopSignals::end_quietly_with), any signal ends it with that
+// code and says nothing (a rank that mpirun sends SIGTERM as another rank exits).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "base/stop_signal.h"
+
+namespace ddp {
+namespace {
+
+// Sends `signal` to this process and gives the watcher time to take it.
+void send(int signal) {
+  ::kill(::getpid(), signal);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+class StopSignalDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+TEST_F(StopSignalDeathTest, TheFirstSignalIsRecordedAndASecondEndsTheProcessSayingSo) {
+  EXPECT_EXIT(
+      {
+        take_stop_signals();
+        StopSignals::hold_until_exit();
+        send(SIGINT);
+        if (StopSignals::pending() != SIGINT) _exit(1);
+        send(SIGTERM);
+        _exit(2);  // not reached: the second signal ended the process
+      },
+      ::testing::ExitedWithCode(128 + SIGTERM), "stopped at once by a second SIGTERM");
+}
+
+TEST_F(StopSignalDeathTest, AfterTheStopIsSaidASignalEndsTheProcessWithItsCodeSilently) {
+  EXPECT_EXIT(
+      {
+        take_stop_signals();
+        StopSignals::hold_until_exit();
+        send(SIGINT);
+        StopSignals::end_quietly_with(128 + SIGINT);
+        send(SIGTERM);
+        _exit(2);
+      },
+      ::testing::ExitedWithCode(128 + SIGINT), "^$");
+}
+
+TEST_F(StopSignalDeathTest, AfterTheStopIsSaidEvenAFirstSignalEndsTheProcess) {
+  EXPECT_EXIT(
+      {
+        take_stop_signals();
+        StopSignals::hold_until_exit();
+        StopSignals::end_quietly_with(128 + SIGTERM);
+        send(SIGTERM);
+        _exit(2);
+      },
+      ::testing::ExitedWithCode(128 + SIGTERM), "^$");
+}
+
+}  // namespace
+}  // namespace ddp

@@ -38,7 +38,10 @@ int main(int argc, char** argv) {
     alike_on_every_rank =
         e.code() == ddp::ExitCode::kUsage || e.code() == ddp::ExitCode::kData || static_cast<int>(e.code()) > 128;
     if (!alike_on_every_rank || launcher_rank() == 0) std::fprintf(stderr, "ddpscope: error: %s\n", e.what());
-    if (static_cast<int>(e.code()) > 128) ddp::StopSignals::end_quietly_with(code);
+    if (static_cast<int>(e.code()) > 128) {
+      ddp::StopSignals::end_quietly_with(code);
+      ddp::leave_together_after_stop();
+    }
   } catch (const std::exception& e) {
     code = static_cast<int>(ddp::ExitCode::kOther);
     std::fprintf(stderr, "ddpscope: error: %s\n", e.what());

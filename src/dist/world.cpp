@@ -22,6 +22,11 @@ Communicator& mpi_world() {
 
 void release_mpi_world() { world_slot().reset(); }
 
+void leave_together_after_stop() {
+  const std::unique_ptr<Communicator>& world = world_slot();
+  if (world && world->size() > 1) world->barrier();
+}
+
 void end_job_on_error(int exit_code) {
   const std::unique_ptr<Communicator>& world = world_slot();
   if (world && world->size() > 1) abort_mpi_job(exit_code);

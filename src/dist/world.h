@@ -11,6 +11,12 @@ Communicator& mpi_world();
 // finalise MPI themselves (the multi-rank tests): call it first.
 void release_mpi_world();
 
+// After a stop on a signal has been said (rank zero's message, the checkpoint): the ranks
+// leave together. mpirun ends the job as soon as one rank exits non-zero, with SIGTERM and
+// SIGKILL at once to the others, which could kill rank zero before its checkpoint or its
+// message were out. Returns at once on one rank.
+void leave_together_after_stop();
+
 // Ends the job after an error on this rank: MPI_Abort with the code when this process is
 // one of several ranks (the others would wait for it in a collective), else just returns.
 void end_job_on_error(int exit_code);

@@ -17,6 +17,9 @@ namespace ddp::testing {
 inline const std::string kScript = std::string(DDPSCOPE_SOURCE_DIR) + "/scripts/local-cluster";
 inline const std::string kOptions = "$(" + kScript + " options)";
 inline const std::string kMpirun = "ip netns exec ddpscope-login mpirun " + kOptions + " -np 2 ";
+// A send buffer of 32 KiB for Open MPI's TCP transport: each message's rendezvous reply then
+// never waits behind megabytes of the other direction's data (docs/interconnects.md).
+inline const std::string kSmallSendBuffer = " --mca btl_tcp_sndbuf 32768";
 
 class LocalCluster : public ::testing::Test {
  protected:
@@ -36,8 +39,7 @@ class LocalCluster : public ::testing::Test {
 };
 
 inline nlohmann::json summary(const std::filesystem::path& dir, int version = 0) {
-  return nlohmann::json::parse(
-      read_text(dir / ("ddpscope_logs/version_" + std::to_string(version)) / "summary.json"));
+  return nlohmann::json::parse(read_text(dir / ("ddpscope_logs/version_" + std::to_string(version)) / "summary.json"));
 }
 
 // Each host's outgoing link gets its own rate ("none": unshaped).

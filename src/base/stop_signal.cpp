@@ -21,7 +21,7 @@ std::atomic<int> last_received{0};
 std::atomic<int> received_count{0};
 std::atomic<bool> taken{false};
 std::atomic<int> decided_exit_code{-1};  // set once the process's outcome is printed
-sigset_t mask_before;  // written once, before the watcher starts
+sigset_t mask_before;                    // written once, before the watcher starts
 
 sigset_t stop_set() {
   sigset_t set;

@@ -4,11 +4,7 @@
 // sample is the same whichever device made it. Integer arithmetic only.
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define DDP_HOST_DEVICE __host__ __device__
-#else
-#define DDP_HOST_DEVICE
-#endif
+#include "ddpscope/host_device.h"
 
 namespace ddp {
 

@@ -1,6 +1,7 @@
 #include "optim/sgd.h"
 
 #include "ddpscope/error.h"
+#include "optim/update_scalars.h"
 
 namespace ddp {
 
@@ -24,24 +25,16 @@ void Sgd::step_on_host(std::span<float> params, std::span<const float> grads) {
   const std::size_t n = num_params_;
   DDP_CHECK_EQ(params.size(), n, "params differ from the optimizer's size");
   DDP_CHECK_EQ(grads.size(), n, "grads differ from the optimizer's size");
-  const float lr = static_cast<float>(config_.lr);
-  const float weight_decay = static_cast<float>(config_.weight_decay);
+  const SgdScalars s = sgd_scalars(config_, steps_);
   float* __restrict p = params.data();
   const float* __restrict g = grads.data();
   if (config_.momentum == 0.0) {
 #pragma omp simd
-    for (std::size_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + weight_decay * p[i]);
+    for (std::size_t i = 0; i < n; ++i) sgd_update(s, p[i], g[i]);
   } else {
-    // PyTorch starts the buffer as a copy of the first gradient; since ours starts at zero,
-    // a momentum of 0 on the first step gives exactly that copy.
-    const float momentum = steps_ == 0 ? 0.0f : static_cast<float>(config_.momentum);
     float* __restrict buf = momentum_buffer_.data();
 #pragma omp simd
-    for (std::size_t i = 0; i < n; ++i) {
-      const float bi = momentum * buf[i] + (g[i] + weight_decay * p[i]);
-      buf[i] = bi;
-      p[i] -= lr * bi;
-    }
+    for (std::size_t i = 0; i < n; ++i) sgd_momentum_update(s, p[i], g[i], buf[i]);
   }
   ++steps_;
 }

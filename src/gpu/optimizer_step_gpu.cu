@@ -1,0 +1,87 @@
+#include <cuda_runtime.h>
+
+#include "ddpscope/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/optimizer_step_gpu.h"
+
+namespace ddp {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Grid-stride loops: one launch covers any n.
+__global__ void adam_kernel(AdamScalars s, float* p, const float* g, float* m, float* v, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    adam_update(s, p[i], g[i], m[i], v[i]);
+  }
+}
+
+__global__ void sgd_kernel(SgdScalars s, float* p, const float* g, float* b, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (b == nullptr) {
+      sgd_update(s, p[i], g[i]);
+    } else {
+      sgd_momentum_update(s, p[i], g[i], b[i]);
+    }
+  }
+}
+
+unsigned grid_for(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
+}
+
+// Device copies of host vectors, freed however the scope ends.
+struct DeviceVector {
+  float* data = nullptr;
+  explicit DeviceVector(const std::vector<float>& host) {
+    check_cuda(cudaMalloc(&data, host.size() * sizeof(float) + 1), "cudaMalloc");  // + 1: never zero
+    if (!host.empty()) {
+      check_cuda(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
+  }
+  ~DeviceVector() { cudaFree(data); }
+  void copy_to(std::vector<float>& host) const {
+    if (!host.empty()) {
+      check_cuda(cudaMemcpy(host.data(), data, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    }
+  }
+};
+
+}  // namespace
+
+void launch_adam_step(const AdamScalars& s, float* params, const float* grads, float* m, float* v, int64_t n,
+                      cudaStream_t stream) {
+  if (n == 0) return;
+  adam_kernel<<<grid_for(n), kThreads, 0, stream>>>(s, params, grads, m, v, n);
+  check_cuda(cudaGetLastError(), "the Adam kernel's launch");
+}
+
+void launch_sgd_step(const SgdScalars& s, float* params, const float* grads, float* b, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  sgd_kernel<<<grid_for(n), kThreads, 0, stream>>>(s, params, grads, b, n);
+  check_cuda(cudaGetLastError(), "the SGD kernel's launch");
+}
+
+void adam_step_on_gpu(const AdamScalars& s, std::vector<float>& params, const std::vector<float>& grads,
+                      std::vector<float>& m, std::vector<float>& v) {
+  DDP_CHECK_EQ(params.size(), grads.size());
+  const DeviceVector p(params), g(grads), dm(m), dv(v);
+  launch_adam_step(s, p.data, g.data, dm.data, dv.data, static_cast<int64_t>(params.size()), nullptr);
+  p.copy_to(params);
+  dm.copy_to(m);
+  dv.copy_to(v);
+}
+
+void sgd_step_on_gpu(const SgdScalars& s, std::vector<float>& params, const std::vector<float>& grads,
+                     std::vector<float>& b) {
+  DDP_CHECK_EQ(params.size(), grads.size());
+  const DeviceVector p(params), g(grads), db(b);
+  launch_sgd_step(s, p.data, g.data, b.empty() ? nullptr : db.data, static_cast<int64_t>(params.size()), nullptr);
+  p.copy_to(params);
+  db.copy_to(b);
+}
+
+}  // namespace ddp

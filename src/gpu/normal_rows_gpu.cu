@@ -1,9 +1,11 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "data/philox_normal.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_array.h"
 #include "gpu/normal_rows_gpu.h"
 
 namespace ddp {
@@ -27,14 +29,6 @@ __global__ void normal_rows_kernel(uint64_t key, uint64_t hi, const int64_t* row
   }
 }
 
-// Frees what it holds however the scope ends.
-struct DeviceBuffers {
-  void* pointers[3] = {nullptr, nullptr, nullptr};
-  ~DeviceBuffers() {
-    for (void* p : pointers) cudaFree(p);
-  }
-};
-
 }  // namespace
 
 void launch_normal_rows(uint64_t key, uint64_t hi, const int64_t* rows, int64_t n, float* a, int64_t width_a, float* b,
@@ -50,18 +44,12 @@ void launch_normal_rows(uint64_t key, uint64_t hi, const int64_t* rows, int64_t 
 void normal_rows_on_gpu(uint64_t key, uint64_t hi, const std::vector<int64_t>& rows, float* a, int64_t width_a,
                         float* b, int64_t width_b) {
   const auto n = static_cast<int64_t>(rows.size());
-  const size_t a_bytes = n * width_a * sizeof(float), b_bytes = n * width_b * sizeof(float);
-  DeviceBuffers device;  // + 1: never a zero-size allocation
-  check_cuda(cudaMalloc(&device.pointers[0], rows.size() * sizeof(int64_t) + 1), "cudaMalloc");
-  check_cuda(cudaMalloc(&device.pointers[1], a_bytes + 1), "cudaMalloc");
-  check_cuda(cudaMalloc(&device.pointers[2], b_bytes + 1), "cudaMalloc");
-  check_cuda(cudaMemcpy(device.pointers[0], rows.data(), rows.size() * sizeof(int64_t), cudaMemcpyHostToDevice),
-             "cudaMemcpy to the device");
-  launch_normal_rows(key, hi, static_cast<const int64_t*>(device.pointers[0]), n,
-                     static_cast<float*>(device.pointers[1]), width_a, static_cast<float*>(device.pointers[2]), width_b,
-                     nullptr);
-  if (a_bytes > 0) check_cuda(cudaMemcpy(a, device.pointers[1], a_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  if (b_bytes > 0) check_cuda(cudaMemcpy(b, device.pointers[2], b_bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  const DeviceArray<int64_t> d_rows(rows);
+  const DeviceArray<float> d_a(n * width_a), d_b(n * width_b);
+  launch_normal_rows(key, hi, d_rows.data(), n, d_a.data(), width_a, d_b.data(), width_b, nullptr);
+  const std::vector<float> host_a = d_a.to_host(), host_b = d_b.to_host();
+  std::copy(host_a.begin(), host_a.end(), a);
+  std::copy(host_b.begin(), host_b.end(), b);
 }
 
 }  // namespace ddp

@@ -2,6 +2,7 @@
 
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/device_array.h"
 #include "gpu/optimizer_step_gpu.h"
 
 namespace ddp {
@@ -33,23 +34,6 @@ unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
 }
 
-// Device copies of host vectors, freed however the scope ends.
-struct DeviceVector {
-  float* data = nullptr;
-  explicit DeviceVector(const std::vector<float>& host) {
-    check_cuda(cudaMalloc(&data, host.size() * sizeof(float) + 1), "cudaMalloc");  // + 1: never zero
-    if (!host.empty()) {
-      check_cuda(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
-    }
-  }
-  ~DeviceVector() { cudaFree(data); }
-  void copy_to(std::vector<float>& host) const {
-    if (!host.empty()) {
-      check_cuda(cudaMemcpy(host.data(), data, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    }
-  }
-};
-
 }  // namespace
 
 void launch_adam_step(const AdamScalars& s, float* params, const float* grads, float* m, float* v, int64_t n,
@@ -68,8 +52,8 @@ void launch_sgd_step(const SgdScalars& s, float* params, const float* grads, flo
 void adam_step_on_gpu(const AdamScalars& s, std::vector<float>& params, const std::vector<float>& grads,
                       std::vector<float>& m, std::vector<float>& v) {
   DDP_CHECK_EQ(params.size(), grads.size());
-  const DeviceVector p(params), g(grads), dm(m), dv(v);
-  launch_adam_step(s, p.data, g.data, dm.data, dv.data, static_cast<int64_t>(params.size()), nullptr);
+  const DeviceArray<float> p(params), g(grads), dm(m), dv(v);
+  launch_adam_step(s, p.data(), g.data(), dm.data(), dv.data(), static_cast<int64_t>(params.size()), nullptr);
   p.copy_to(params);
   dm.copy_to(m);
   dv.copy_to(v);
@@ -78,8 +62,8 @@ void adam_step_on_gpu(const AdamScalars& s, std::vector<float>& params, const st
 void sgd_step_on_gpu(const SgdScalars& s, std::vector<float>& params, const std::vector<float>& grads,
                      std::vector<float>& b) {
   DDP_CHECK_EQ(params.size(), grads.size());
-  const DeviceVector p(params), g(grads), db(b);
-  launch_sgd_step(s, p.data, g.data, b.empty() ? nullptr : db.data, static_cast<int64_t>(params.size()), nullptr);
+  const DeviceArray<float> p(params), g(grads), db(b);
+  launch_sgd_step(s, p.data(), g.data(), b.empty() ? nullptr : db.data(), static_cast<int64_t>(params.size()), nullptr);
   p.copy_to(params);
   db.copy_to(b);
 }

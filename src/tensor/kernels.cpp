@@ -1,6 +1,7 @@
 #include "tensor/kernels.h"
 
 #include "ddpscope/error.h"
+#include "tensor/mse_rule.h"
 
 // Plain loops over __restrict__ pointers: g++ -O3 -march=native vectorises every inner loop
 // (checked with -fopt-info-vec). The double-precision reductions need `omp simd` to allow
@@ -69,8 +70,8 @@ void mse_loss_gradient_on_host(const float* __restrict__ pred, const float* __re
   DDP_CHECK_GT(b, 0, "the MSE of an empty batch is undefined");
   DDP_CHECK_GT(o, 0, "the MSE of an empty batch is undefined");
   const int64_t count = b * o;
-  const float grad_scale = static_cast<float>(2.0 * scale / static_cast<double>(count));
-  for (int64_t i = 0; i < count; ++i) dpred[i] = grad_scale * (pred[i] - target[i]);
+  const float grad_scale = mse_gradient_scale(scale, count);
+  for (int64_t i = 0; i < count; ++i) dpred[i] = mse_gradient(grad_scale, pred[i], target[i]);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "dist/mpi_c.h"
 
+#include <exception>
 #include <memory>
 
 #include "dist/mpi_communicator.h"
@@ -22,9 +23,13 @@ Communicator& mpi_world() {
 
 void release_mpi_world() { world_slot().reset(); }
 
-void leave_together_after_stop() {
+void leave_together_after_stop() noexcept {
   const std::unique_ptr<Communicator>& world = world_slot();
-  if (world && world->size() > 1) world->barrier();
+  if (!world || world->size() == 1) return;
+  try {
+    world->barrier();
+  } catch (const std::exception&) {  // a rank already gone: mpirun ends the job anyway
+  }
 }
 
 void end_job_on_error(int exit_code) {

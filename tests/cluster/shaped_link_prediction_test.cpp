@@ -26,11 +26,11 @@ double wall_seconds(const testing::CommandResult& run, const fs::path& dir) {
   return testing::summary(dir)["wall_seconds"].get<double>();
 }
 
-// Measured with four fits: predicted 1.979, 2.126, 2.137 s against medians of five runs of
+// Measured with three fits: predicted 1.979, 2.126, 2.137 s against medians of five runs of
 // 1.977, 1.907, 2.045 s (+0.1, +11.5, +4.5 %), and +6.1 to +7.0 % with 32 KiB send buffers;
 // the link is half of the time (docs/interconnects.md). Runs of one configuration spread by
 // up to 15 % on this shared machine, and so do the doctor's own, so the bound is 15 %: the
-// issue's 10 % held in 6 of 7 fits. (With the old rate/250 bucket the comm_wait alone was
+// issue's 10 % held in 5 of 6 fits. (With the old rate/250 bucket the comm_wait alone was
 // predicted twice too large.)
 TEST_F(LocalCluster, DoctorsPredictionOnAShapedLinkMatchesTheRun) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

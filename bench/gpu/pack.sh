@@ -52,7 +52,7 @@ add_program() {
 }
 
 # Our programs: ddpscope, the seed's script as a user builds it, the NVML cycle bench, and
-# the GPU tests where the build has them (tests/gpu: none before the kernels exist).
+# the GPU tests where the build has them (tests/gpu, built with CUDA).
 add_program "$build/ddpscope"
 add_program "$build/seed_example"
 [[ -x $build/bench/nvml_cycle_bench ]] && add_program "$build/bench/nvml_cycle_bench"

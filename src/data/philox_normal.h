@@ -24,32 +24,21 @@ DDP_HOST_DEVICE inline float fused(float a, float b, float c) {  // a * b + c, r
 #endif
 }
 
-DDP_HOST_DEVICE inline uint32_t bits_of(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-#endif
-}
-
-DDP_HOST_DEVICE inline float float_of(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-#endif
+// A value's bits as another type of the same size (memcpy: nvcc compiles it for the device too).
+template <typename To, typename From>
+DDP_HOST_DEVICE inline To bit_copy(From from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  memcpy(&to, &from, sizeof to);
+  return to;
 }
 
 // ln(u) for u in (0, 1]: u = m * 2^e with m in [sqrt(1/2), sqrt(2)), then Cephes' logf
 // polynomial for ln(m) (relative error ~1e-7).
 DDP_HOST_DEVICE inline float log_unit(float u) {
-  const uint32_t bits = bits_of(u);
+  const uint32_t bits = bit_copy<uint32_t>(u);
   float e = static_cast<float>(static_cast<int32_t>(bits >> 23) - 126);
-  float m = float_of((bits & 0x007FFFFFu) | 0x3F000000u);  // [0.5, 1)
+  float m = bit_copy<float>((bits & 0x007FFFFFu) | 0x3F000000u);  // [0.5, 1)
   const bool small = m < 0.70710678f;
   e = small ? e - 1.0f : e;
   m = small ? m + m - 1.0f : m - 1.0f;
@@ -72,7 +61,7 @@ DDP_HOST_DEVICE inline float log_unit(float u) {
 // sqrt(v) for v in [0, 64): the reciprocal-square-root guess plus three Newton steps
 // (relative error ~1e-7); std::sqrt may set errno, which keeps GCC from vectorising it.
 DDP_HOST_DEVICE inline float sqrt_small(float v) {
-  float y = float_of(0x5F3759DFu - (bits_of(v) >> 1));
+  float y = bit_copy<float>(0x5F3759DFu - (bit_copy<uint32_t>(v) >> 1));
   for (int i = 0; i < 3; ++i) y = y * fused(-(0.5f * v * y), y, 1.5f);
   return v > 0.0f ? v * y : 0.0f;  // at v = 0 the guess overflows; the select drops that lane
 }

@@ -1,9 +1,10 @@
-// check_world and check_same_config in a real world of 2 and 3 ranks.
+// check_world, check_same_config and the GPU placement in a real world of 2 and 3 ranks.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "ddpscope/error.h"
+#include "dist/gpu_placement.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
 
@@ -37,6 +38,18 @@ TEST(CheckSameConfigMpi, NamesTheRanksThatDifferFromRankZero) {
                                          " differ from rank 0 (configuration hash 0000000000000abc); start every "
                                          "rank with the same options");
   }
+}
+
+TEST(GpuPlacementMpi, RanksOfOneHostTakeItsGpusInRankOrderOrShareThemThroughHostMemory) {
+  auto comm = make_mpi_communicator();
+  const int w = comm->size();
+  const GpuPlacement own = place_on_gpus(*comm, w);  // as many GPUs as ranks: one each, NCCL
+  EXPECT_EQ(own.gpu, comm->rank());
+  EXPECT_EQ(own.transport, GradTransport::kNccl);
+  const GpuPlacement shared = place_on_gpus(*comm, 1);  // the one-GPU machine
+  EXPECT_EQ(shared.gpu, 0);
+  EXPECT_EQ(shared.max_ranks_per_gpu, w);
+  EXPECT_EQ(shared.transport, GradTransport::kHostMpi);
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+#include "dist/gpu_step_schedule.h"
+
+#include "ddpscope/error.h"
+
+namespace ddp {
+namespace {
+
+StepOp compute(StepWork work, int64_t micro_batch, int64_t layer = -1) {
+  return {.stream = StepStream::kCompute, .work = work, .micro_batch = micro_batch, .layer = layer};
+}
+
+StepOp on(StepStream stream, StepWork work, int64_t bucket, int event = -1) {
+  return {.stream = stream, .work = work, .bucket = bucket, .event = event};
+}
+
+}  // namespace
+
+std::vector<StepOp> plan_gpu_step(const std::vector<GradBucket>& buckets, int64_t num_layers, int64_t micro_batches,
+                                  GradTransport transport) {
+  DDP_CHECK_GE(micro_batches, int64_t{1});
+  const bool communicates = transport != GradTransport::kNone;
+  if (communicates) {
+    DDP_CHECK(!buckets.empty() && buckets.front().last_layer == num_layers - 1 && buckets.back().first_layer == 0,
+              "buckets must cover every layer, in backward order");
+  }
+  const int done_event = static_cast<int>(buckets.size());  // events 0..B-1: bucket b's layers are done
+  std::vector<StepOp> ops;
+  for (int64_t m = 0; m < micro_batches; ++m) {
+    ops.push_back(compute(StepWork::kForward, m));
+    ops.push_back(compute(StepWork::kLoss, m));
+    const bool syncs = m + 1 == micro_batches;
+    std::size_t bucket = 0;
+    for (int64_t layer = num_layers - 1; layer >= 0; --layer) {
+      ops.push_back(compute(StepWork::kBackward, m, layer));
+      if (!syncs || transport != GradTransport::kNccl) continue;
+      if (layer == buckets[bucket].first_layer) {
+        const int event = static_cast<int>(bucket);
+        ops.push_back(on(StepStream::kCompute, StepWork::kRecord, -1, event));
+        ops.push_back(on(StepStream::kComm, StepWork::kWait, -1, event));
+        ops.push_back(on(StepStream::kComm, StepWork::kAllreduce, static_cast<int64_t>(bucket)));
+        ++bucket;
+      }
+    }
+  }
+  const auto num_buckets = static_cast<int64_t>(buckets.size());
+  if (transport == GradTransport::kNccl) {
+    ops.push_back(on(StepStream::kComm, StepWork::kRecord, -1, done_event));
+    ops.push_back(on(StepStream::kCompute, StepWork::kWait, -1, done_event));
+  } else if (transport == GradTransport::kHostMpi) {
+    for (int64_t b = 0; b < num_buckets; ++b) ops.push_back(on(StepStream::kCompute, StepWork::kCopyToHost, b));
+    for (int64_t b = 0; b < num_buckets; ++b) ops.push_back(on(StepStream::kHost, StepWork::kAllreduce, b));
+    for (int64_t b = 0; b < num_buckets; ++b) ops.push_back(on(StepStream::kCompute, StepWork::kCopyToDevice, b));
+  }
+  ops.push_back(compute(StepWork::kOptimizer, -1));
+  return ops;
+}
+
+std::vector<OpRange> device_parts(const std::vector<StepOp>& ops) {
+  std::vector<OpRange> parts;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= ops.size(); ++i) {
+    if (i < ops.size() && ops[i].stream != StepStream::kHost) continue;
+    if (i > begin) parts.push_back({begin, i});
+    begin = i + 1;
+  }
+  return parts;
+}
+
+}  // namespace ddp

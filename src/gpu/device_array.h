@@ -15,7 +15,8 @@ template <typename T>
 class DeviceArray {
  public:
   explicit DeviceArray(std::size_t count) : count_(count) {
-    check_cuda(cudaMalloc(&data_, count * sizeof(T) + 1), "cudaMalloc");  // + 1: never a zero-size allocation
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T) + 1),
+               "cudaMalloc");  // + 1: never a zero-size allocation
     check_cuda(cudaMemset(data_, 0, count * sizeof(T)), "cudaMemset");
   }
   explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {

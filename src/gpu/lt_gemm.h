@@ -1,0 +1,58 @@
+#pragma once
+// Row-major GEMMs on the device through cuBLASLt (issue 12), with the bias and bias+ReLU
+// epilogues fused into the product. The same arguments as tensor/gemm.h's host gemm:
+//   C (m,n) = op(A) (m,k) * op(B) (k,n) + beta * C, all row-major with leading dimensions,
+// then + bias[j] on every row (kBias) and max(., 0) (kReluBias).
+// cuBLASLt is column-major; a row-major matrix is its column-major transpose, so the call
+// computes C^T = op(B)^T op(A)^T: B's buffer is cuBLASLt's A and A's is its B, with m and n
+// swapped, and the bias, one per row of cuBLASLt's D, falls on C's columns as it should.
+// A heuristic's algorithm is chosen once per shape (and pointer alignment: the flat buffer's
+// layers need not start on 16 bytes) and kept; the workspace is allocated once, so a call
+// after the first of its shape allocates nothing and can be captured into a CUDA graph.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "tensor/gemm.h"
+
+namespace ddp {
+
+enum class LtEpilogue { kNone, kBias, kReluBias };
+
+// Lightning's --precision names: 32-true is IEEE fp32 products (no TF32), tf32 lets the
+// tensor cores round the inputs to TF32.
+enum class LtMath { kFp32, kTf32 };
+
+class LtGemm {
+ public:
+  explicit LtGemm(LtMath math = LtMath::kFp32);
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+  ~LtGemm();
+
+  // Device pointers; bias (n floats) only with an epilogue that adds one.
+  void gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+            int64_t ldb, float beta, float* c, int64_t ldc, LtEpilogue epilogue, const float* bias,
+            cudaStream_t stream);
+
+ private:
+  // One shape's descriptors and algorithm (in cuBLASLt's column-major terms).
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  // ta, tb, m, n, k, lda, ldb, ldc, epilogue, the pointers' common alignment in bytes
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int>;
+  Plan& plan_for(const Key& key, const float* bias);
+
+  LtMath math_;
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  std::map<Key, Plan> plans_;
+};
+
+}  // namespace ddp

@@ -1,0 +1,135 @@
+#include "gpu/lt_gemm.h"
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "ddpscope/error.h"
+#include "gpu/cuda_check.h"
+
+namespace ddp {
+namespace {
+
+// 32 MiB: what cuBLAS asks for on Hopper to reach its fastest kernels.
+constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+
+void check_lt(cublasStatus_t status, const char* call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw Error(ExitCode::kOther, fmt::format("cuBLASLt: {} failed: {} ({})", call, cublasLtGetStatusString(status),
+                                            cublasLtGetStatusName(status)));
+}
+
+template <typename T>
+void set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value) {
+  check_lt(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)), "cublasLtMatmulDescSetAttribute");
+}
+
+cublasOperation_t op(bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// The largest power of two up to 16 that divides every address.
+int alignment(std::initializer_list<const void*> pointers) {
+  int bytes = 16;
+  for (const void* p : pointers) {
+    if (p == nullptr) continue;
+    while (reinterpret_cast<std::uintptr_t>(p) % static_cast<std::uintptr_t>(bytes) != 0) bytes /= 2;
+  }
+  return bytes;
+}
+
+cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
+  switch (e) {
+    case LtEpilogue::kNone:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case LtEpilogue::kBias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case LtEpilogue::kReluBias:
+      return CUBLASLT_EPILOGUE_RELU_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+}  // namespace
+
+LtGemm::LtGemm(LtMath math) : math_(math) {
+  check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
+  check_cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (the cuBLASLt workspace)");
+}
+
+LtGemm::~LtGemm() {
+  for (auto& [key, plan] : plans_) {
+    cublasLtMatrixLayoutDestroy(plan.a);
+    cublasLtMatrixLayoutDestroy(plan.b);
+    cublasLtMatrixLayoutDestroy(plan.c);
+    cublasLtMatmulDescDestroy(plan.desc);
+  }
+  cudaFree(workspace_);
+  cublasLtDestroy(handle_);
+}
+
+LtGemm::Plan& LtGemm::plan_for(const Key& key, const float* bias) {
+  if (auto found = plans_.find(key); found != plans_.end()) return found->second;
+  const auto [ta, tb, m, n, k, lda, ldb, ldc, epilogue, aligned] = key;
+  Plan plan;
+  const cublasComputeType_t compute = math_ == LtMath::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  check_lt(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  // cuBLASLt's A is our B and its B our A (the header's transpose): its m is our n.
+  set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, op(tb));
+  set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, op(ta));
+  set(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(static_cast<LtEpilogue>(epilogue)));
+  if (bias != nullptr) set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);  // the heuristic reads its alignment
+  // Stored shapes, column-major: a row-major (r, c) matrix is a column-major (c, r) one.
+  check_lt(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_32F, static_cast<uint64_t>(tb ? k : n),
+                                      static_cast<uint64_t>(tb ? n : k), ldb),
+           "cublasLtMatrixLayoutCreate (B)");
+  check_lt(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_32F, static_cast<uint64_t>(ta ? m : k),
+                                      static_cast<uint64_t>(ta ? k : m), lda),
+           "cublasLtMatrixLayoutCreate (A)");
+  check_lt(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, static_cast<uint64_t>(n), static_cast<uint64_t>(m), ldc),
+           "cublasLtMatrixLayoutCreate (C)");
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  check_lt(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  const uint64_t workspace = kWorkspaceBytes;
+  const auto bytes = static_cast<uint32_t>(aligned);
+  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                               &workspace, sizeof(workspace));
+  for (const auto attribute :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+    if (status == CUBLAS_STATUS_SUCCESS)
+      status = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes));
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.c, plan.c, preference, 1, &result,
+                                            &found);
+  }
+  cublasLtMatmulPreferenceDestroy(preference);
+  check_lt(status, "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0) {
+    throw Error(
+        ExitCode::kOther,
+        fmt::format("cuBLASLt has no algorithm for a {}x{}x{} GEMM with these epilogue and alignment", m, n, k));
+  }
+  plan.algo = result.algo;
+  return plans_.emplace(key, plan).first->second;
+}
+
+void LtGemm::gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float beta, float* c, int64_t ldc, LtEpilogue epilogue, const float* bias,
+                  cudaStream_t stream) {
+  DDP_CHECK((epilogue == LtEpilogue::kNone) == (bias == nullptr), "a bias exactly with a bias epilogue");
+  const Key key{ta == Trans::kYes,          tb == Trans::kYes,         m, n, k, lda, ldb, ldc,
+                static_cast<int>(epilogue), alignment({a, b, c, bias})};
+  Plan& plan = plan_for(key, bias);
+  if (bias != nullptr) set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  const float alpha = 1.0f;
+  check_lt(cublasLtMatmul(handle_, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c, &plan.algo,
+                          workspace_, kWorkspaceBytes, stream),
+           "cublasLtMatmul");
+}
+
+}  // namespace ddp

@@ -26,12 +26,34 @@ double wall_seconds(const testing::CommandResult& run, const fs::path& dir) {
   return testing::summary(dir)["wall_seconds"].get<double>();
 }
 
-// Measured with three fits: predicted 1.979, 2.126, 2.137 s against medians of five runs of
-// 1.977, 1.907, 2.045 s (+0.1, +11.5, +4.5 %), and +6.1 to +7.0 % with 32 KiB send buffers;
-// the link is half of the time (docs/interconnects.md). Runs of one configuration spread by
-// up to 15 % on this shared machine, and so do the doctor's own, so the bound is 15 %: the
-// issue's 10 % held in 5 of 6 fits. (With the old rate/250 bucket the comm_wait alone was
-// predicted twice too large.)
+// The median of `runs` runs of config across the hosts (in dir/<label><i>), against the
+// prediction for it.
+void expect_prediction_holds(const fs::path& dir, const std::string& login, const std::string& config,
+                             const std::string& label, int runs) {
+  const auto predict = testing::run_command(
+      std::string(DDPSCOPE_BINARY) + " predict --json --from ddpscope_logs/version_0/doctor.json" + config,
+      dir / "doctor");
+  ASSERT_EQ(predict.exit_code, 0) << predict.err;
+  const double predicted = nlohmann::json::parse(predict.out)["prediction"]["wall_seconds"].get<double>();
+  std::vector<double> walls;
+  for (int i = 0; i < runs; ++i) {
+    const fs::path run_dir = dir / (label + std::to_string(i));
+    walls.push_back(wall_seconds(testing::run_command("DDPSCOPE_MPIRUN_ARGS=\"" + kOptions + "\" " + login + " train" +
+                                                          config + " --progress-bar off --logger none",
+                                                      run_dir),
+                                 run_dir));
+  }
+  std::sort(walls.begin(), walls.end());
+  const double median = walls[walls.size() / 2];
+  EXPECT_NEAR(predicted / median, 1.0, 0.15) << config << ": predicted " << predicted << " s; runs " << walls.front()
+                                             << " to " << walls.back() << " s, median " << median;
+}
+
+// Measured (docs/interconnects.md): at batch 128, six fits gave +0.1, +11.5, +4.5, +5.1, +3.9
+// and +4.5 % against medians of five runs; at batch 32 (790 synchronisations, each about
+// 5.4 ms in the runs against the probe's 4.5 ms) -5.5, -7.5 and -6.1 %. Runs of one
+// configuration spread by up to 15 % on this shared machine, and so do the doctor's own, so
+// the bound is 15 %: the 10 % held in 8 of those 9 fits.
 TEST_F(LocalCluster, DoctorsPredictionOnAShapedLinkMatchesTheRun) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "a prediction of time is checked in the release build";
@@ -42,23 +64,9 @@ TEST_F(LocalCluster, DoctorsPredictionOnAShapedLinkMatchesTheRun) {
   const auto doctor = testing::run_command(
       login + " doctor --devices 1,2 --num-nodes 2 --max-epochs 3 --mpirun-args \"" + kOptions + "\"", dir / "doctor");
   ASSERT_EQ(doctor.exit_code, 0) << doctor.err << doctor.out;
-  const std::string config = " --devices 2 --num-nodes 2 --batch-size 128 --max-epochs 10";
-  const auto predict = testing::run_command(
-      std::string(DDPSCOPE_BINARY) + " predict --json --from ddpscope_logs/version_0/doctor.json" + config,
-      dir / "doctor");
-  ASSERT_EQ(predict.exit_code, 0) << predict.err;
-  const double predicted = nlohmann::json::parse(predict.out)["prediction"]["wall_seconds"].get<double>();
-  std::vector<double> runs;
-  for (int i = 0; i < 5; ++i) {
-    const fs::path run_dir = dir / ("run" + std::to_string(i));
-    runs.push_back(wall_seconds(testing::run_command("DDPSCOPE_MPIRUN_ARGS=\"" + kOptions + "\" " + login + " train" +
-                                                         config + " --progress-bar off --logger none",
-                                                     run_dir),
-                                run_dir));
-  }
-  std::sort(runs.begin(), runs.end());
-  EXPECT_NEAR(predicted / runs[2], 1.0, 0.15)
-      << "predicted " << predicted << " s; runs " << runs.front() << " to " << runs.back() << " s, median " << runs[2];
+  // Batch sizes and a length the doctor did not run: larger steps, and many small ones.
+  expect_prediction_holds(dir, login, " --devices 2 --num-nodes 2 --batch-size 128 --max-epochs 10", "b128_", 5);
+  expect_prediction_holds(dir, login, " --devices 2 --num-nodes 2 --batch-size 32 --max-epochs 10", "b32_", 3);
 }
 
 }  // namespace

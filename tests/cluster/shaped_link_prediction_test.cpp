@@ -51,9 +51,9 @@ void expect_prediction_holds(const fs::path& dir, const std::string& login, cons
 
 // Measured (docs/interconnects.md): at batch 128, six fits gave +0.1, +11.5, +4.5, +5.1, +3.9
 // and +4.5 % against medians of five runs; at batch 32 (790 synchronisations, each about
-// 5.4 ms in the runs against the probe's 4.5 ms) -5.5, -7.5 and -6.1 %. Runs of one
+// 5.4 ms in the runs against the alpha-beta line's 4.5 ms) -5.5, -7.5 and -6.1 %. Runs of one
 // configuration spread by up to 15 % on this shared machine, and so do the doctor's own, so
-// the bound is 15 %: the 10 % held in 8 of those 9 fits.
+// the bound is 15 %: the 10 % held in 8 of those 9 (and -14 % in an earlier fit at batch 32).
 TEST_F(LocalCluster, DoctorsPredictionOnAShapedLinkMatchesTheRun) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "a prediction of time is checked in the release build";

@@ -37,7 +37,7 @@ const float* mlp_forward_gpu(LtGemm& lt, const std::vector<LinearLayout>& layers
 // Adds this batch's gradients to grads. act.gradient holds dLoss/d(output) (b, output_dim) on
 // entry; both gradient buffers are overwritten.
 void mlp_backward_gpu(LtGemm& lt, const std::vector<LinearLayout>& layers, const float* params, float* grads,
-                      const float* x, int64_t b, GpuActivations act, cudaStream_t stream,
+                      const float* x, int64_t b, const GpuActivations& act, cudaStream_t stream,
                       const std::function<void(int64_t layer)>& on_layer_done = {});
 
 // Host memory in and out, on device 0 (for tests and checks): the output of forward on x

@@ -28,7 +28,7 @@ const float* mlp_forward_gpu(LtGemm& lt, const std::vector<LinearLayout>& layers
 }
 
 void mlp_backward_gpu(LtGemm& lt, const std::vector<LinearLayout>& layers, const float* params, float* grads,
-                      const float* x, int64_t b, GpuActivations act, cudaStream_t stream,
+                      const float* x, int64_t b, const GpuActivations& act, cudaStream_t stream,
                       const std::function<void(int64_t layer)>& on_layer_done) {
   DDP_CHECK_EQ(act.outputs.size(), layers.size());
   float* dy = act.gradient;

@@ -149,6 +149,15 @@ else
   fi
 fi
 
+# 5b. The seed's optimizer step on the device (gpu/train_step_gpu.h), one CUDA graph against
+# the same kernels launched eagerly, and in TF32: microseconds per step.
+if [[ -x $bundle/bin/gpu_step_bench ]]; then
+  run gpu_step_bench 90 "$bundle/bin/gpu_step_bench" 200
+  outcome gpu_step_bench "the seed's step as one CUDA graph (per step); eager and TF32 in gpu-step.json" \
+    "$([[ $rc == 0 ]] && json_field "$work/gpu_step_bench.out" graph_step_us)"
+  [[ $rc == 0 ]] && grep '^{' "$work/gpu_step_bench.out" | tail -1 >"$OUT/gpu-step.json"
+fi
+
 # 6. The seed (200 epochs) on the GPU: CUDA graph and eager, each with and without the
 # seed's per-step NVML probe. Per step = summary.json's wall over its optimizer steps.
 seed_gpu() {

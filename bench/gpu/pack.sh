@@ -51,11 +51,12 @@ add_program() {
   chmod +x "$b/bin/$name"
 }
 
-# Our programs: ddpscope, the seed's script as a user builds it, the NVML cycle bench, and
-# the GPU tests where the build has them (tests/gpu, built with CUDA).
+# Our programs: ddpscope, the seed's script as a user builds it, the NVML cycle bench, the
+# GPU step bench and the GPU tests where the build has them (built with CUDA).
 add_program "$build/ddpscope"
 add_program "$build/seed_example"
 [[ -x $build/bench/nvml_cycle_bench ]] && add_program "$build/bench/nvml_cycle_bench"
+[[ -x $build/bench/gpu_step_bench ]] && add_program "$build/bench/gpu_step_bench"
 mkdir -p "$b/tests"
 for test in "$build"/tests/gpu_*_test; do
   [[ -x $test ]] || continue

@@ -42,6 +42,8 @@ struct TrainerOptions {
   double bucket_cap_mb = 25.0;
   bool no_overlap = false;
   bool sync_every_micro_batch = false;
+  // gpu
+  bool no_cuda_graph = false;  // launch a step's kernels one by one (the eager ablation)
   // observability and outputs
   Profiler profiler = Profiler::kSimple;
   int monitor_interval_ms = 100;

@@ -1,7 +1,7 @@
 #pragma once
 // A device copy of a host array for the host-memory helpers of src/gpu (the functions that
-// tests and checks call): allocated and filled on construction, freed however the scope
-// ends. The engine's own buffers live for the run; this is for one call.
+// tests and checks call, and the training step's buffers, allocated before its first step):
+// allocated and filled on construction, freed however the scope ends.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -30,6 +30,13 @@ class DeviceArray {
   ~DeviceArray() { cudaFree(data_); }
 
   T* data() const { return data_; }
+  std::size_t count() const { return count_; }
+  // Copies n host values (at most count()) to the start of the array (synchronises). A
+  // pointer and a count, not a span: nvcc compiles this header as C++17.
+  void copy_from(const T* host, std::size_t n) {
+    DDP_CHECK_LE(n, count_);
+    if (n > 0) check_cuda(cudaMemcpy(data_, host, n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+  }
   // Copies the device's values into host (of the same count; synchronises with the device).
   void copy_to(std::vector<T>& host) const {
     DDP_CHECK_EQ(host.size(), count_);

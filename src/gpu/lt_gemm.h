@@ -48,6 +48,8 @@ class LtGemm {
   // ta, tb, m, n, k, lda, ldb, ldc, epilogue, the pointers' common alignment in bytes
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int>;
   Plan& plan_for(const Key& key, const float* bias);
+  void make_plan(const Key& key, const float* bias, Plan& plan);  // fills plan, or throws leaving what it made
+  static void destroy(Plan& plan);
 
   LtMath math_;
   cublasLtHandle_t handle_ = nullptr;

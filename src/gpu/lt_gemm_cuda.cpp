@@ -54,24 +54,40 @@ cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
 
 LtGemm::LtGemm(LtMath math) : math_(math) {
   check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
-  check_cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc (the cuBLASLt workspace)");
+  const cudaError_t status = cudaMalloc(&workspace_, kWorkspaceBytes);
+  if (status != cudaSuccess) {
+    cublasLtDestroy(handle_);  // no destructor runs for a constructor that throws
+    check_cuda(status, "cudaMalloc (the cuBLASLt workspace)");
+  }
 }
 
 LtGemm::~LtGemm() {
-  for (auto& [key, plan] : plans_) {
-    cublasLtMatrixLayoutDestroy(plan.a);
-    cublasLtMatrixLayoutDestroy(plan.b);
-    cublasLtMatrixLayoutDestroy(plan.c);
-    cublasLtMatmulDescDestroy(plan.desc);
-  }
+  for (auto& [key, plan] : plans_) destroy(plan);
   cudaFree(workspace_);
   cublasLtDestroy(handle_);
 }
 
+void LtGemm::destroy(Plan& plan) {
+  for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c}) {
+    if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
+  }
+  if (plan.desc != nullptr) cublasLtMatmulDescDestroy(plan.desc);
+}
+
 LtGemm::Plan& LtGemm::plan_for(const Key& key, const float* bias) {
   if (auto found = plans_.find(key); found != plans_.end()) return found->second;
-  const auto [ta, tb, m, n, k, lda, ldb, ldc, epilogue, aligned] = key;
   Plan plan;
+  try {
+    make_plan(key, bias, plan);
+  } catch (...) {
+    destroy(plan);  // what was created before cuBLASLt refused
+    throw;
+  }
+  return plans_.emplace(key, plan).first->second;
+}
+
+void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
+  const auto [ta, tb, m, n, k, lda, ldb, ldc, epilogue, aligned] = key;
   const cublasComputeType_t compute = math_ == LtMath::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   check_lt(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   // cuBLASLt's A is our B and its B our A (the header's transpose): its m is our n.
@@ -115,7 +131,6 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const float* bias) {
         fmt::format("cuBLASLt has no algorithm for a {}x{}x{} GEMM with these epilogue and alignment", m, n, k));
   }
   plan.algo = result.algo;
-  return plans_.emplace(key, plan).first->second;
 }
 
 void LtGemm::gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,

@@ -15,9 +15,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "ddpscope/layer_layout.h"
+#include "gpu/device_array.h"
 #include "gpu/lt_gemm.h"
 
 namespace ddp {
@@ -28,6 +30,17 @@ struct GpuActivations {
   std::vector<float*> outputs;  // outputs[l]: (max_batch, layers[l].out)
   float* gradient = nullptr;    // (max_batch, widest layer); the loss gradient goes in here
   float* scratch = nullptr;
+};
+
+// Owns the memory a GpuActivations points to, for up to max_batch samples of shape.
+class GpuActivationMemory {
+ public:
+  GpuActivationMemory(const MlpShape& shape, int64_t max_batch);
+  const GpuActivations& view() const { return view_; }
+
+ private:
+  std::vector<std::unique_ptr<DeviceArray<float>>> arrays_;
+  GpuActivations view_;
 };
 
 // Device pointers throughout. Returns the last layer's output (b, output_dim).

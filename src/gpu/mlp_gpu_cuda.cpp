@@ -11,6 +11,18 @@
 
 namespace ddp {
 
+GpuActivationMemory::GpuActivationMemory(const MlpShape& shape, int64_t max_batch) {
+  int64_t widest = 0;
+  for (const int64_t width : shape.widths()) widest = std::max(widest, width);
+  const auto add = [&](int64_t width) {
+    arrays_.push_back(std::make_unique<DeviceArray<float>>(static_cast<std::size_t>(max_batch * width)));
+    return arrays_.back()->data();
+  };
+  for (const LinearLayout& layer : layer_layout(shape)) view_.outputs.push_back(add(layer.out));
+  view_.gradient = add(widest);
+  view_.scratch = add(widest);
+}
+
 const float* mlp_forward_gpu(LtGemm& lt, const std::vector<LinearLayout>& layers, const float* params, const float* x,
                              int64_t b, const GpuActivations& act, cudaStream_t stream) {
   DDP_CHECK_EQ(act.outputs.size(), layers.size());
@@ -60,21 +72,10 @@ MlpPassOnGpu mlp_pass_on_gpu(const MlpShape& shape, LtMath math, const std::vect
   DDP_CHECK_EQ(grads.size(), params.size());
   DDP_CHECK_EQ(x.size(), static_cast<std::size_t>(b * shape.input_dim));
   DDP_CHECK_EQ(output_gradient.size(), static_cast<std::size_t>(b * shape.output_dim));
-  int64_t widest = 0;
-  for (const int64_t width : shape.widths()) widest = std::max(widest, width);
-
   LtGemm lt(math);
   const DeviceArray<float> d_params(params), d_grads(grads), d_x(x);
-  std::vector<std::unique_ptr<DeviceArray<float>>> outputs;
-  GpuActivations act;
-  for (const LinearLayout& layer : layers) {
-    outputs.push_back(std::make_unique<DeviceArray<float>>(static_cast<std::size_t>(b * layer.out)));
-    act.outputs.push_back(outputs.back()->data());
-  }
-  const DeviceArray<float> gradient(static_cast<std::size_t>(b * widest)),
-      scratch(static_cast<std::size_t>(b * widest));
-  act.gradient = gradient.data();
-  act.scratch = scratch.data();
+  const GpuActivationMemory memory(shape, b);
+  const GpuActivations& act = memory.view();
 
   MlpPassOnGpu out;
   out.output.resize(static_cast<std::size_t>(b * shape.output_dim));

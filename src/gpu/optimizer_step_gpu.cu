@@ -10,15 +10,16 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Grid-stride loops: one launch covers any n.
-__global__ void adam_kernel(AdamScalars s, float* p, const float* g, float* m, float* v, int64_t n) {
+// Grid-stride loops: one launch covers any n. The scalars come by value (eager calls) or from
+// a table row chosen by the step cursor (captured steps).
+__device__ void adam_elements(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     adam_update(s, p[i], g[i], m[i], v[i]);
   }
 }
 
-__global__ void sgd_kernel(SgdScalars s, float* p, const float* g, float* b, int64_t n) {
+__device__ void sgd_elements(const SgdScalars& s, float* p, const float* g, float* b, int64_t n) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     if (b == nullptr) {
@@ -27,6 +28,24 @@ __global__ void sgd_kernel(SgdScalars s, float* p, const float* g, float* b, int
       sgd_momentum_update(s, p[i], g[i], b[i]);
     }
   }
+}
+
+__global__ void adam_kernel(AdamScalars s, float* p, const float* g, float* m, float* v, int64_t n) {
+  adam_elements(s, p, g, m, v, n);
+}
+
+__global__ void adam_at_kernel(const AdamScalars* table, const StepCursor* cursor, float* p, const float* g, float* m,
+                               float* v, int64_t n) {
+  const AdamScalars s = table[cursor->step];  // a copy: p's stores could alias the table
+  adam_elements(s, p, g, m, v, n);
+}
+
+__global__ void sgd_kernel(SgdScalars s, float* p, const float* g, float* b, int64_t n) { sgd_elements(s, p, g, b, n); }
+
+__global__ void sgd_at_kernel(const SgdScalars* table, const StepCursor* cursor, float* p, const float* g, float* b,
+                              int64_t n) {
+  const SgdScalars s = table[cursor->step];
+  sgd_elements(s, p, g, b, n);
 }
 
 unsigned grid_for(int64_t n) {
@@ -46,6 +65,20 @@ void launch_adam_step(const AdamScalars& s, float* params, const float* grads, f
 void launch_sgd_step(const SgdScalars& s, float* params, const float* grads, float* b, int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   sgd_kernel<<<grid_for(n), kThreads, 0, stream>>>(s, params, grads, b, n);
+  check_cuda(cudaGetLastError(), "the SGD kernel's launch");
+}
+
+void launch_adam_step_at(const AdamScalars* table, const StepCursor* cursor, float* params, const float* grads,
+                         float* m, float* v, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  adam_at_kernel<<<grid_for(n), kThreads, 0, stream>>>(table, cursor, params, grads, m, v, n);
+  check_cuda(cudaGetLastError(), "the Adam kernel's launch");
+}
+
+void launch_sgd_step_at(const SgdScalars* table, const StepCursor* cursor, float* params, const float* grads, float* b,
+                        int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  sgd_at_kernel<<<grid_for(n), kThreads, 0, stream>>>(table, cursor, params, grads, b, n);
   check_cuda(cudaGetLastError(), "the SGD kernel's launch");
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu/step_cursor.h"
 #include "optim/update_rules.h"
 
 namespace ddp {
@@ -16,6 +17,13 @@ namespace ddp {
 void launch_adam_step(const AdamScalars& s, float* params, const float* grads, float* m, float* v, int64_t n,
                       cudaStream_t stream);
 void launch_sgd_step(const SgdScalars& s, float* params, const float* grads, float* b, int64_t n, cudaStream_t stream);
+
+// The same inside a captured step (gpu/step_cursor.h): the scalars are row cursor->step of a
+// device table the host filled for the epoch's steps, read when the kernel runs.
+void launch_adam_step_at(const AdamScalars* table, const StepCursor* cursor, float* params, const float* grads,
+                         float* m, float* v, int64_t n, cudaStream_t stream);
+void launch_sgd_step_at(const SgdScalars* table, const StepCursor* cursor, float* params, const float* grads, float* b,
+                        int64_t n, cudaStream_t stream);
 
 // Host memory in and out, on device 0 (for tests and checks): copies in, runs one step,
 // copies params and the state back. For SGD an empty b means no momentum.

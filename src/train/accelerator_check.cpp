@@ -16,10 +16,18 @@ const char* gpu_feature(Precision precision) {
   return precision == Precision::kTf32 ? "TF32 tensor cores" : "bf16 compute on a GPU";
 }
 
-void refuse_gpu_precision_on_cpu(Precision precision, const char* why_cpu) {
-  if (precision == Precision::k32True) return;
-  throw UsageError(fmt::format("--precision {} needs --accelerator cuda ({}); {}, where only 32-true is accepted",
-                               spelling(precision), gpu_feature(precision), why_cpu));
+// The options that only a GPU run has: a precision other than 32-true, --no-cuda-graph.
+void refuse_gpu_options_on_cpu(const TrainerOptions& options, const char* why_cpu) {
+  if (options.precision != Precision::k32True) {
+    throw UsageError(fmt::format("--precision {} needs --accelerator cuda ({}); {}, where only 32-true is accepted",
+                                 spelling(options.precision), gpu_feature(options.precision), why_cpu));
+  }
+  if (options.no_cuda_graph) {
+    throw UsageError(fmt::format(
+        "--no-cuda-graph needs --accelerator cuda (it launches a GPU step's kernels one by one); {}, where a step "
+        "has no CUDA graph to leave out",
+        why_cpu));
+  }
 }
 
 [[noreturn]] void refuse_gpu_training(const GpuDevice& gpu) {
@@ -33,7 +41,7 @@ void refuse_gpu_precision_on_cpu(Precision precision, const char* why_cpu) {
 
 void check_accelerator(const TrainerOptions& options) {
   if (options.accelerator == Accelerator::kCpu) {
-    refuse_gpu_precision_on_cpu(options.precision, "this run is on CPU (--accelerator cpu)");
+    refuse_gpu_options_on_cpu(options, "this run is on CPU (--accelerator cpu)");
     return;
   }
   const VisibleGpus gpus = visible_gpus();
@@ -42,10 +50,10 @@ void check_accelerator(const TrainerOptions& options) {
       throw UsageError(gpu_build().with_cuda ? "--accelerator cuda: no CUDA device was found: " + gpus.none_reason
                                              : "--accelerator cuda: " + gpus.none_reason);
     }
-    refuse_gpu_precision_on_cpu(options.precision, "--accelerator auto found no GPU and trains on CPU");
+    refuse_gpu_options_on_cpu(options, "--accelerator auto found no GPU and trains on CPU");
     return;
   }
-  if (options.accelerator == Accelerator::kCuda || options.precision != Precision::k32True) {
+  if (options.accelerator == Accelerator::kCuda || options.precision != Precision::k32True || options.no_cuda_graph) {
     refuse_gpu_training(gpus.devices.front());
   }
   // Lightning's "GPU available: True (cuda), used: False": said once, by the process that

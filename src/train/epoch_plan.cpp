@@ -1,6 +1,7 @@
 #include "train/epoch_plan.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "ddpscope/error.h"
 
@@ -28,6 +29,17 @@ EpochPlan plan_epoch(int64_t rank_samples, int64_t batch_size, BatchLimit limit,
   plan.micro_batches = std::min(plan.full_batches, limited);
   plan.optimizer_steps = ceil_div(plan.micro_batches, accumulate);
   return plan;
+}
+
+std::vector<std::vector<int64_t>> step_micro_batch_sizes(int64_t rank_samples, int64_t batch_size,
+                                                         const EpochPlan& plan, int64_t accumulate) {
+  std::vector<std::vector<int64_t>> steps;
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < plan.micro_batches; ++i) {
+    sizes.push_back(std::min(batch_size, rank_samples - i * batch_size));
+    if (steps_optimizer(i, plan.micro_batches, accumulate)) steps.push_back(std::exchange(sizes, {}));
+  }
+  return steps;
 }
 
 int64_t epochs_to_run(int64_t max_epochs, int64_t max_steps, const EpochPlan& plan) {

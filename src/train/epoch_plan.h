@@ -4,6 +4,7 @@
 // (every accumulate-th micro-batch and the epoch's last). Plain functions of plain values,
 // for the trainer's loop, the trace's sizing and the doctor's workload counts alike.
 #include <cstdint>
+#include <vector>
 
 namespace ddp {
 
@@ -28,6 +29,12 @@ EpochPlan plan_epoch(int64_t rank_samples, int64_t batch_size, BatchLimit limit,
 inline bool steps_optimizer(int64_t micro_batch, int64_t micro_batches, int64_t accumulate) {
   return (micro_batch + 1) % accumulate == 0 || micro_batch + 1 == micro_batches;
 }
+
+// Each optimizer step's micro-batch sizes over the plan's micro-batches of rank_samples,
+// batch_size at a time (the epoch's last micro-batch may be short): the shapes a GPU step is
+// captured for. The seed on one GPU: 6 steps of {256, 256, 256}, then {256, 136}.
+std::vector<std::vector<int64_t>> step_micro_batch_sizes(int64_t rank_samples, int64_t batch_size,
+                                                         const EpochPlan& plan, int64_t accumulate);
 
 // The epochs a run reaches: max_epochs (-1: no limit), or fewer when max_steps (> 0) ends
 // it first. -1 only when neither limits the run.

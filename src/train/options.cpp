@@ -319,6 +319,9 @@ std::vector<OptionSpec> make_table() {
   t.push_back(flag(
       "sync-every-micro-batch", "", "ddp", "allreduce on every micro-batch (ablation of no_sync)",
       [](C & c) -> auto& { return c.trainer.sync_every_micro_batch; }));
+  t.push_back(flag(
+      "no-cuda-graph", "", "trainer", "cuda: launch each kernel of a step instead of one CUDA graph per step",
+      [](C & c) -> auto& { return c.trainer.no_cuda_graph; }));
   // observability
   t.push_back(choice(
       "profiler", "observability", "none | simple | trace", [](C & c) -> auto& { return c.trainer.profiler; }));

@@ -252,6 +252,24 @@ TEST(Cli, PrecisionOtherThan32TrueIsRefusedOnCpuNamingWhatItNeeds) {
   }
 }
 
+TEST(Cli, NoCudaGraphIsRefusedOnCpuAndWrittenToHparams) {
+  expect_usage_error("--no-cuda-graph",
+                     "--no-cuda-graph needs --accelerator cuda (it launches a GPU step's kernels one by one); this run "
+                     "is on CPU",
+                     "no_graph");
+  if (!no_gpu_message().empty()) {
+    expect_usage_error("--no-cuda-graph --accelerator auto",
+                       "--no-cuda-graph needs --accelerator cuda (it launches a GPU step's kernels one by one); "
+                       "--accelerator auto found no GPU",
+                       "no_graph_auto");
+  }
+  const auto r = train("", "cuda_graph_default");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto hparams = std::filesystem::temp_directory_path() / "ddpscope_test_cuda_graph_default" /
+                       "ddpscope_logs/version_0/hparams.yaml";
+  EXPECT_NE(read_text(hparams).find("no_cuda_graph: false"), std::string::npos) << read_text(hparams);
+}
+
 TEST(Cli, PrecisionIsWrittenToHparamsAndReadFromYamlWithLightningsAlias) {
   const auto r = train("--precision 32", "precision_alias");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -36,6 +36,18 @@ TEST(EpochPlan, TheOptimizerStepsOnEveryKthAndTheLastMicroBatch) {
   EXPECT_EQ(steps, (std::vector<int64_t>{2, 5, 6}));
 }
 
+TEST(EpochPlan, EachStepsMicroBatchSizesEndWithTheEpochsShortBatch) {
+  using Steps = std::vector<std::vector<int64_t>>;
+  const Steps seed = step_micro_batch_sizes(5000, 256, plan_epoch(5000, 256, {}, 3), 3);
+  ASSERT_EQ(seed.size(), 7u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(seed[i], (std::vector<int64_t>{256, 256, 256})) << "step " << i;
+  EXPECT_EQ(seed[6], (std::vector<int64_t>{256, 136}));
+  EXPECT_EQ(step_micro_batch_sizes(100, 16, plan_epoch(100, 16, {.value = 3, .is_count = true}, 2), 2),
+            (Steps{{16, 16}, {16}}));  // a limit ends the epoch before its short batch
+  EXPECT_EQ(step_micro_batch_sizes(32, 16, plan_epoch(32, 16, {}, 1), 1), (Steps{{16}, {16}}));
+  EXPECT_TRUE(step_micro_batch_sizes(0, 16, plan_epoch(0, 16, {}, 1), 1).empty());
+}
+
 TEST(EpochPlan, MaxStepsShortensTheEpochsToRun) {
   const EpochPlan plan = plan_epoch(5000, 256, {}, 3);  // 7 steps per epoch
   EXPECT_EQ(epochs_to_run(200, -1, plan), 200);

@@ -1,0 +1,100 @@
+#pragma once
+// The seed's training step on one GPU (issue 12): an MLP with an MSE loss on the random
+// dataset. Per optimizer step: the gradients zeroed; for each of its k micro-batches, the
+// samples made on the device from the epoch's order (data/random_dataset.cpp's counters),
+// forward, the fused loss and its gradient (Lightning's loss / k), backward; then the
+// optimizer (PyTorch's equations, optim/update_rules.h). With cuda_graph, each step shape
+// (its micro-batch sizes) is captured once as a CUDA graph and replayed, one launch per step;
+// without, the same kernels are launched one by one (the eager ablation). All memory is
+// allocated by the constructor, nothing is copied between host and device inside a step, and
+// the loss stays on the device until take_losses().
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "ddpscope/layer_layout.h"
+#include "ddpscope/optimizer.h"
+#include "gpu/cuda_graph.h"
+#include "gpu/cuda_stream.h"
+#include "gpu/device_array.h"
+#include "gpu/lt_gemm.h"
+#include "gpu/mlp_gpu.h"
+#include "gpu/step_cursor.h"
+#include "optim/update_rules.h"
+
+namespace ddp {
+
+struct GpuStepConfig {
+  MlpShape shape;
+  OptimizerConfig optimizer;
+  LtMath math = LtMath::kFp32;
+  int64_t batch_size = 0;         // samples per micro-batch (an epoch's last may have fewer)
+  int64_t accumulate = 1;         // micro-batches per optimizer step (accumulate_grad_batches)
+  uint64_t data_key = 0;          // the random dataset's key: stream_key(seed, kStreamData)
+  int64_t max_epoch_samples = 0;  // the longest order start_epoch is given
+  int64_t max_epoch_steps = 0;    // the most optimizer steps an epoch takes
+  bool cuda_graph = true;
+};
+
+struct GpuLossTotals {
+  double sum_squares = 0;  // of every micro-batch's (pred - target), since the last read
+  bool nonfinite = false;  // a difference was NaN or infinite
+};
+
+class GpuTrainStep {
+ public:
+  // Uploads params (the MLP's flat buffer, layer_layout's order); the optimizer's state
+  // starts at zero, as a fresh torch.optim's.
+  GpuTrainStep(const GpuStepConfig& config, std::span<const float> params);
+  GpuTrainStep(const GpuTrainStep&) = delete;
+  GpuTrainStep& operator=(const GpuTrainStep&) = delete;
+
+  // Before an epoch's first step (synchronises): its samples in the order they are taken
+  // (this rank's, from its first micro-batch not yet trained), and the optimizer steps taken
+  // before it, from which Adam's bias corrections count.
+  void start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before, int64_t steps_in_epoch);
+
+  // One optimizer step over the epoch's next micro-batches, of these sizes (accumulate of
+  // them, or fewer on the epoch's last step; each at most batch_size). Enqueues only.
+  void step(std::span<const int64_t> micro_batch_sizes);
+
+  // Waits for the device and returns the loss since the last call.
+  GpuLossTotals take_losses();
+
+  // Copies from the device (synchronise): the parameters, and the optimizer's state buffers
+  // (Adam: exp_avg, exp_avg_sq; SGD with momentum: momentum_buffer; plain SGD: none).
+  std::vector<float> params() const;
+  std::vector<std::vector<float>> optimizer_state() const;
+
+  int64_t graphs_captured() const { return static_cast<int64_t>(graphs_.size()); }
+
+ private:
+  void enqueue_step(const std::vector<int64_t>& sizes);
+  void enqueue_optimizer();
+
+  GpuStepConfig config_;
+  std::vector<LinearLayout> layers_;
+  int64_t num_params_;
+  CudaStream stream_;
+  LtGemm lt_;
+  DeviceArray<float> params_, grads_, state0_, state1_;
+  GpuActivationMemory activations_;
+  DeviceArray<float> x_, y_;
+  DeviceArray<int64_t> order_;
+  DeviceArray<StepCursor> cursor_;
+  DeviceArray<AdamScalars> adam_table_;
+  DeviceArray<SgdScalars> sgd_table_;
+  DeviceArray<double> sum_squares_;
+  DeviceArray<int> nonfinite_;
+  // The host's view of the cursor, to refuse a step past the epoch's order or tables.
+  int64_t order_size_ = 0, steps_in_epoch_ = 0, micro_batches_taken_ = 0, steps_taken_ = 0;
+  std::set<std::vector<int64_t>> seen_;  // shapes run once eagerly (their GEMM plans made)
+  std::map<std::vector<int64_t>, std::unique_ptr<CudaGraph>> graphs_;
+};
+
+}  // namespace ddp

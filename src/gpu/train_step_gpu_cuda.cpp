@@ -1,0 +1,143 @@
+#include "gpu/train_step_gpu.h"
+
+#include <algorithm>
+
+#include "ddpscope/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/mse_loss_gpu.h"
+#include "gpu/normal_rows_gpu.h"
+#include "gpu/optimizer_step_gpu.h"
+#include "optim/update_scalars.h"
+#include "tensor/mse_rule.h"
+
+namespace ddp {
+namespace {
+
+std::size_t floats(int64_t rows, int64_t width) { return static_cast<std::size_t>(rows * width); }
+
+bool is_adam(const OptimizerConfig& config) { return config.kind != OptimizerKind::kSgd; }
+bool has_momentum(const OptimizerConfig& config) { return !is_adam(config) && config.momentum != 0.0; }
+
+}  // namespace
+
+GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> params)
+    : config_(config),
+      layers_(layer_layout(config.shape)),
+      num_params_(static_cast<int64_t>(parameter_count(layers_))),
+      lt_(config.math),
+      params_(static_cast<std::size_t>(num_params_)),
+      grads_(static_cast<std::size_t>(num_params_)),
+      state0_(is_adam(config.optimizer) || has_momentum(config.optimizer) ? static_cast<std::size_t>(num_params_) : 0),
+      state1_(is_adam(config.optimizer) ? static_cast<std::size_t>(num_params_) : 0),
+      activations_(config.shape, config.batch_size),
+      x_(floats(config.batch_size, config.shape.input_dim)),
+      y_(floats(config.batch_size, config.shape.output_dim)),
+      order_(static_cast<std::size_t>(config.max_epoch_samples)),
+      cursor_(1),
+      adam_table_(is_adam(config.optimizer) ? static_cast<std::size_t>(config.max_epoch_steps) : 0),
+      sgd_table_(is_adam(config.optimizer) ? 0 : static_cast<std::size_t>(config.max_epoch_steps)),
+      sum_squares_(1),
+      nonfinite_(1) {
+  DDP_CHECK_GT(config.batch_size, 0);
+  DDP_CHECK_GT(config.accumulate, 0);
+  DDP_CHECK_EQ(params.size(), static_cast<std::size_t>(num_params_));
+  params_.copy_from(params.data(), params.size());
+}
+
+void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before,
+                               int64_t steps_in_epoch) {
+  DDP_CHECK_LE(static_cast<int64_t>(order.size()), config_.max_epoch_samples, "an epoch longer than allocated for");
+  DDP_CHECK_LE(steps_in_epoch, config_.max_epoch_steps, "an epoch of more steps than allocated for");
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");  // the last epoch's steps read these
+  order_.copy_from(order.data(), order.size());
+  const StepCursor cursor{static_cast<uint64_t>(epoch) << 32, 0, 0};
+  cursor_.copy_from(&cursor, 1);
+  // The optimizer's scalars for each of the epoch's steps, as the host optimizers compute them.
+  if (is_adam(config_.optimizer)) {
+    std::vector<AdamScalars> table;
+    for (int64_t i = 0; i < steps_in_epoch; ++i) table.push_back(adam_scalars(config_.optimizer, steps_before + i + 1));
+    adam_table_.copy_from(table.data(), table.size());
+  } else {
+    std::vector<SgdScalars> table;
+    for (int64_t i = 0; i < steps_in_epoch; ++i) table.push_back(sgd_scalars(config_.optimizer, steps_before + i));
+    sgd_table_.copy_from(table.data(), table.size());
+  }
+  order_size_ = static_cast<int64_t>(order.size());
+  steps_in_epoch_ = steps_in_epoch;
+  micro_batches_taken_ = steps_taken_ = 0;
+}
+
+void GpuTrainStep::step(std::span<const int64_t> micro_batch_sizes) {
+  const std::vector<int64_t> sizes(micro_batch_sizes.begin(), micro_batch_sizes.end());
+  DDP_CHECK(!sizes.empty() && static_cast<int64_t>(sizes.size()) <= config_.accumulate,
+            "a step of 1 to accumulate micro-batches");
+  for (const int64_t size : sizes)
+    DDP_CHECK(size > 0 && size <= config_.batch_size, "a micro-batch of 1 to batch_size");
+  const auto count = static_cast<int64_t>(sizes.size());
+  DDP_CHECK_LT(steps_taken_, steps_in_epoch_, "a step past the epoch's last");
+  DDP_CHECK_LE((micro_batches_taken_ + count - 1) * config_.batch_size + sizes.back(), order_size_,
+               "micro-batches past the end of the epoch's order");
+  micro_batches_taken_ += count;
+  ++steps_taken_;
+
+  if (!config_.cuda_graph || seen_.insert(sizes).second) {  // eager, or a shape's first step: its plans are made
+    enqueue_step(sizes);
+    return;
+  }
+  auto graph = graphs_.find(sizes);
+  if (graph == graphs_.end()) {
+    graph = graphs_.emplace(sizes, std::make_unique<CudaGraph>(stream_.get(), [&] { enqueue_step(sizes); })).first;
+  }
+  graph->second->launch(stream_.get());
+}
+
+void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes) {
+  check_cuda(cudaMemsetAsync(grads_.data(), 0, grads_.count() * sizeof(float), stream_.get()), "cudaMemsetAsync");
+  const int64_t in = config_.shape.input_dim, out = config_.shape.output_dim;
+  const GpuActivations& act = activations_.view();
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    const int64_t b = sizes[j];
+    launch_normal_rows_at(config_.data_key, cursor_.data(), order_.data(), static_cast<int64_t>(j), config_.batch_size,
+                          b, x_.data(), in, y_.data(), out, stream_.get());
+    const float* pred = mlp_forward_gpu(lt_, layers_, params_.data(), x_.data(), b, act, stream_.get());
+    const float loss_scale = 1.0f / static_cast<float>(config_.accumulate);  // Lightning divides by k
+    launch_mse_loss_and_gradient(pred, y_.data(), act.gradient, b * out, mse_gradient_scale(loss_scale, b * out),
+                                 sum_squares_.data(), nonfinite_.data(), stream_.get());
+    mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get());
+  }
+  enqueue_optimizer();
+  launch_advance_cursor(cursor_.data(), static_cast<int64_t>(sizes.size()), stream_.get());
+}
+
+void GpuTrainStep::enqueue_optimizer() {
+  if (is_adam(config_.optimizer)) {
+    launch_adam_step_at(adam_table_.data(), cursor_.data(), params_.data(), grads_.data(), state0_.data(),
+                        state1_.data(), num_params_, stream_.get());
+  } else {
+    launch_sgd_step_at(sgd_table_.data(), cursor_.data(), params_.data(), grads_.data(),
+                       has_momentum(config_.optimizer) ? state0_.data() : nullptr, num_params_, stream_.get());
+  }
+}
+
+GpuLossTotals GpuTrainStep::take_losses() {
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  const GpuLossTotals totals{sum_squares_.to_host()[0], nonfinite_.to_host()[0] != 0};
+  check_cuda(cudaMemset(sum_squares_.data(), 0, sizeof(double)), "cudaMemset");
+  check_cuda(cudaMemset(nonfinite_.data(), 0, sizeof(int)), "cudaMemset");
+  return totals;
+}
+
+std::vector<float> GpuTrainStep::params() const {
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  return params_.to_host();
+}
+
+std::vector<std::vector<float>> GpuTrainStep::optimizer_state() const {
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  std::vector<std::vector<float>> state;
+  if (state0_.count() > 0) state.push_back(state0_.to_host());
+  if (state1_.count() > 0) state.push_back(state1_.to_host());
+  return state;
+}
+
+}  // namespace ddp

@@ -1,0 +1,188 @@
+// On a GPU machine: the seed's training step on the device (gpu/train_step_gpu.h) against the
+// same step on the host (the random dataset's samples, the Mlp, the MSE gradient with
+// Lightning's 1/k, the host optimizers), over two shuffled epochs whose last step is shorter;
+// a captured CUDA graph replaying the eager kernels' bits; no device memory taken once every
+// step shape is captured; a NaN weight raising the loss's flag. Skipped where no GPU is visible.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "data/random_dataset.h"
+#include "data/sampler.h"
+#include "ddpscope/mlp.h"
+#include "ddpscope/optimizer.h"
+#include "ddpscope/random.h"
+#include "ddpscope/workspace.h"
+#include "gpu/train_step_gpu.h"
+#include "gpu_test_support.h"
+#include "support/float_bits.h"
+#include "tensor/kernels.h"
+#include "train/epoch_plan.h"
+
+namespace ddp {
+namespace {
+
+constexpr uint64_t kSeed = 42;
+constexpr int64_t kSamples = 200, kBatch = 16, kAccumulate = 3;  // 13 micro-batches: the last has 8 samples
+const MlpShape kShape{.input_dim = 10, .hidden_size = 64, .hidden_layers = 2, .output_dim = 3};
+
+// The sizes of each optimizer step's micro-batches in one epoch: 4 steps of 3 x 16, then 1 x 8.
+std::vector<std::vector<int64_t>> epoch_steps() {
+  return step_micro_batch_sizes(kSamples, kBatch, plan_epoch(kSamples, kBatch, {}, kAccumulate), kAccumulate);
+}
+
+std::vector<float> initial_params() {
+  Mlp init(kShape);
+  init.init_like_pytorch(7);
+  return {init.params().begin(), init.params().end()};
+}
+
+GpuStepConfig config(const OptimizerConfig& optimizer, bool cuda_graph) {
+  return {.shape = kShape,
+          .optimizer = optimizer,
+          .batch_size = kBatch,
+          .accumulate = kAccumulate,
+          .data_key = stream_key(kSeed, kStreamData),
+          .max_epoch_samples = kSamples,
+          .max_epoch_steps = static_cast<int64_t>(epoch_steps().size()),
+          .cuda_graph = cuda_graph};
+}
+
+struct Trained {
+  std::vector<float> params;
+  std::vector<std::vector<float>> state;
+  std::vector<double> sum_squares;  // per epoch
+};
+
+Trained train_on_gpu(const OptimizerConfig& optimizer, bool cuda_graph, int epochs) {
+  GpuTrainStep gpu(config(optimizer, cuda_graph), initial_params());
+  Trained out;
+  int64_t steps = 0;
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    const auto plan = epoch_steps();
+    gpu.start_epoch(epoch, epoch_order(kSamples, true, kSeed, epoch), steps, static_cast<int64_t>(plan.size()));
+    for (const auto& sizes : plan) gpu.step(sizes);
+    steps += static_cast<int64_t>(plan.size());
+    const GpuLossTotals losses = gpu.take_losses();
+    EXPECT_FALSE(losses.nonfinite);
+    out.sum_squares.push_back(losses.sum_squares);
+  }
+  out.params = gpu.params();
+  out.state = gpu.optimizer_state();
+  return out;
+}
+
+// The same epochs on the host, as the Trainer runs them.
+Trained train_on_host(const OptimizerConfig& optimizer, int epochs) {
+  Mlp mlp(kShape);
+  const std::vector<float> init = initial_params();
+  std::copy(init.begin(), init.end(), mlp.params().begin());
+  const std::unique_ptr<Optimizer> opt = make_optimizer(optimizer, mlp.num_params());
+  const RandomDataset data(kSamples, kShape.input_dim, kShape.output_dim, kSeed);
+  Workspace work(kShape, kBatch);
+  std::vector<float> x(kBatch * kShape.input_dim), y(kBatch * kShape.output_dim);
+  Trained out;
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    const std::vector<int64_t> order = epoch_order(kSamples, true, kSeed, epoch);
+    int64_t start = 0;
+    double sum_squares = 0;
+    for (const auto& sizes : epoch_steps()) {
+      mlp.zero_grads();
+      for (const int64_t b : sizes) {
+        data.fill(epoch, std::span<const int64_t>(order).subspan(start, b), x.data(), y.data());
+        start += b;
+        const float* pred = mlp.forward(x.data(), b, work);
+        sum_squares += mse_loss(Place::kHost, pred, y.data(), b, kShape.output_dim) * b * kShape.output_dim;
+        mse_loss_gradient(Place::kHost, pred, y.data(), work.output_gradient(), b, kShape.output_dim,
+                          1.0f / kAccumulate);
+        mlp.backward(x.data(), b, work);
+      }
+      opt->step(mlp.params(), mlp.grads());
+    }
+    out.sum_squares.push_back(sum_squares);
+  }
+  out.params.assign(mlp.params().begin(), mlp.params().end());
+  for (const auto& [name, buffer] : opt->state()) out.state.emplace_back(buffer.begin(), buffer.end());
+  return out;
+}
+
+void expect_close(const std::vector<float>& gpu, const std::vector<float>& host, double tolerance, const char* what) {
+  ASSERT_EQ(gpu.size(), host.size()) << what;
+  double largest = 0;
+  for (const float value : host) largest = std::max(largest, std::abs(static_cast<double>(value)));
+  ASSERT_GT(largest, 0.0) << what;
+  for (std::size_t i = 0; i < gpu.size(); ++i) {
+    ASSERT_NEAR(gpu[i], host[i], tolerance * largest) << what << "[" << i << "]";
+  }
+}
+
+void expect_like_host(const OptimizerConfig& optimizer) {
+  const Trained gpu = train_on_gpu(optimizer, /*cuda_graph=*/true, 2);
+  const Trained host = train_on_host(optimizer, 2);
+  expect_close(gpu.params, host.params, 1e-5, "params");
+  ASSERT_EQ(gpu.state.size(), host.state.size());
+  for (std::size_t i = 0; i < gpu.state.size(); ++i) expect_close(gpu.state[i], host.state[i], 1e-5, "state");
+  for (std::size_t e = 0; e < host.sum_squares.size(); ++e) {
+    EXPECT_NEAR(gpu.sum_squares[e], host.sum_squares[e], 1e-6 * host.sum_squares[e]) << "epoch " << e;
+  }
+}
+
+TEST(GpuTrainStep, TenSgdMomentumStepsAreTheHostsWithin1e5) {
+  DDP_REQUIRE_GPU();
+  expect_like_host({.kind = OptimizerKind::kSgd, .lr = 0.05, .momentum = 0.9, .weight_decay = 0.01});
+}
+
+// eps = 1 keeps Adam's update smooth in the gradient (a gradient near 0 cannot flip its
+// sign's whole lr step), so GEMM rounding stays rounding; the per-step bias corrections, read
+// from the device's table, still change every step.
+TEST(GpuTrainStep, TenAdamWStepsAreTheHostsWithin1e5) {
+  DDP_REQUIRE_GPU();
+  expect_like_host({.kind = OptimizerKind::kAdamW, .lr = 0.01, .weight_decay = 0.1, .eps = 1.0});
+}
+
+TEST(GpuTrainStep, TheCapturedGraphMakesTheEagerKernelsBits) {
+  DDP_REQUIRE_GPU();
+  const OptimizerConfig adam{.kind = OptimizerKind::kAdam, .lr = 1e-3};
+  const Trained graph = train_on_gpu(adam, true, 3), eager = train_on_gpu(adam, false, 3);
+  ASSERT_EQ(graph.params.size(), eager.params.size());
+  for (std::size_t i = 0; i < graph.params.size(); ++i) {
+    ASSERT_EQ(testing::float_bits(graph.params[i]), testing::float_bits(eager.params[i])) << "params[" << i << "]";
+  }
+  for (std::size_t e = 0; e < eager.sum_squares.size(); ++e) {  // summed by atomics, in any order
+    EXPECT_NEAR(graph.sum_squares[e], eager.sum_squares[e], 1e-12 * eager.sum_squares[e]);
+  }
+}
+
+TEST(GpuTrainStep, TakesNoDeviceMemoryOnceEveryStepShapeIsCaptured) {
+  DDP_REQUIRE_GPU();
+  GpuTrainStep gpu(config({.kind = OptimizerKind::kAdam}, true), initial_params());
+  const auto plan = epoch_steps();
+  std::size_t free_after[4] = {}, total = 0;
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    gpu.start_epoch(epoch, epoch_order(kSamples, true, kSeed, epoch), epoch * 5, static_cast<int64_t>(plan.size()));
+    for (const auto& sizes : plan) gpu.step(sizes);
+    gpu.take_losses();
+    ASSERT_EQ(cudaMemGetInfo(&free_after[epoch], &total), cudaSuccess);
+  }
+  EXPECT_EQ(gpu.graphs_captured(), 2);  // 3 x 16, and the epoch's last 1 x 8
+  EXPECT_EQ(free_after[2], free_after[1]);
+  EXPECT_EQ(free_after[3], free_after[1]);
+}
+
+TEST(GpuTrainStep, ANanWeightRaisesTheLossFlag) {
+  DDP_REQUIRE_GPU();
+  std::vector<float> params = initial_params();
+  params[3] = std::numeric_limits<float>::quiet_NaN();  // a first-layer weight
+  GpuTrainStep gpu(config({.kind = OptimizerKind::kSgd, .lr = 0.01}, true), params);
+  gpu.start_epoch(0, epoch_order(kSamples, true, kSeed, 0), 0, 5);
+  gpu.step(epoch_steps().front());
+  EXPECT_TRUE(gpu.take_losses().nonfinite);
+}
+
+}  // namespace
+}  // namespace ddp

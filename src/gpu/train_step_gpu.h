@@ -7,7 +7,8 @@
 // (its micro-batch sizes) is captured once as a CUDA graph and replayed, one launch per step;
 // without, the same kernels are launched one by one (the eager ablation). All memory is
 // allocated by the constructor, nothing is copied between host and device inside a step, and
-// the loss stays on the device until take_losses().
+// the loss stays on the device until take_losses(). validate() is the forward and loss alone
+// over the dataset in order, captured likewise.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -66,6 +67,11 @@ class GpuTrainStep {
   // Waits for the device and returns the loss since the last call.
   GpuLossTotals take_losses();
 
+  // The validation pass (synchronises): forward and loss over samples 0 .. samples - 1 in
+  // order, batch_size at a time, with epoch's data, as the host's validation reads the
+  // dataset. Run eagerly the first time for a size, then as one captured graph.
+  GpuLossTotals validate(int64_t epoch, int64_t samples);
+
   // Copies from the device (synchronise): the parameters, and the optimizer's state buffers
   // (Adam: exp_avg, exp_avg_sq; SGD with momentum: momentum_buffer; plain SGD: none).
   std::vector<float> params() const;
@@ -76,6 +82,7 @@ class GpuTrainStep {
  private:
   void enqueue_step(const std::vector<int64_t>& sizes);
   void enqueue_optimizer();
+  void enqueue_validation(int64_t samples);
 
   GpuStepConfig config_;
   std::vector<LinearLayout> layers_;
@@ -91,6 +98,13 @@ class GpuTrainStep {
   DeviceArray<SgdScalars> sgd_table_;
   DeviceArray<double> sum_squares_;
   DeviceArray<int> nonfinite_;
+  // Validation's own: the identity order, its cursor and sums, its graph and the size it is for.
+  DeviceArray<int64_t> in_order_;
+  DeviceArray<StepCursor> val_cursor_;
+  DeviceArray<double> val_sum_squares_;
+  DeviceArray<int> val_nonfinite_;
+  std::set<int64_t> val_seen_;
+  std::map<int64_t, std::unique_ptr<CudaGraph>> val_graphs_;
   // The host's view of the cursor, to refuse a step past the epoch's order or tables.
   int64_t order_size_ = 0, steps_in_epoch_ = 0, micro_batches_taken_ = 0, steps_taken_ = 0;
   std::set<std::vector<int64_t>> seen_;  // shapes run once eagerly (their GEMM plans made)

@@ -1,6 +1,7 @@
 #include "gpu/train_step_gpu.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
@@ -37,11 +38,18 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
       adam_table_(is_adam(config.optimizer) ? static_cast<std::size_t>(config.max_epoch_steps) : 0),
       sgd_table_(is_adam(config.optimizer) ? 0 : static_cast<std::size_t>(config.max_epoch_steps)),
       sum_squares_(1),
-      nonfinite_(1) {
+      nonfinite_(1),
+      in_order_(static_cast<std::size_t>(config.max_epoch_samples)),
+      val_cursor_(1),
+      val_sum_squares_(1),
+      val_nonfinite_(1) {
   DDP_CHECK_GT(config.batch_size, 0);
   DDP_CHECK_GT(config.accumulate, 0);
   DDP_CHECK_EQ(params.size(), static_cast<std::size_t>(num_params_));
   params_.copy_from(params.data(), params.size());
+  std::vector<int64_t> identity(static_cast<std::size_t>(config.max_epoch_samples));
+  std::iota(identity.begin(), identity.end(), int64_t{0});
+  in_order_.copy_from(identity.data(), identity.size());
 }
 
 void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before,
@@ -125,6 +133,42 @@ GpuLossTotals GpuTrainStep::take_losses() {
   check_cuda(cudaMemset(sum_squares_.data(), 0, sizeof(double)), "cudaMemset");
   check_cuda(cudaMemset(nonfinite_.data(), 0, sizeof(int)), "cudaMemset");
   return totals;
+}
+
+GpuLossTotals GpuTrainStep::validate(int64_t epoch, int64_t samples) {
+  DDP_CHECK(samples > 0 && samples <= config_.max_epoch_samples, "validation of 1 to max_epoch_samples samples");
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");  // the last pass reads these
+  const StepCursor cursor{static_cast<uint64_t>(epoch) << 32, 0, 0};
+  val_cursor_.copy_from(&cursor, 1);
+  check_cuda(cudaMemset(val_sum_squares_.data(), 0, sizeof(double)), "cudaMemset");
+  check_cuda(cudaMemset(val_nonfinite_.data(), 0, sizeof(int)), "cudaMemset");
+  if (!config_.cuda_graph || val_seen_.insert(samples).second) {
+    enqueue_validation(samples);
+  } else {
+    auto graph = val_graphs_.find(samples);
+    if (graph == val_graphs_.end()) {
+      graph =
+          val_graphs_.emplace(samples, std::make_unique<CudaGraph>(stream_.get(), [&] { enqueue_validation(samples); }))
+              .first;
+    }
+    graph->second->launch(stream_.get());
+  }
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  return {val_sum_squares_.to_host()[0], val_nonfinite_.to_host()[0] != 0};
+}
+
+void GpuTrainStep::enqueue_validation(int64_t samples) {
+  const int64_t in = config_.shape.input_dim, out = config_.shape.output_dim;
+  const GpuActivations& act = activations_.view();
+  for (int64_t j = 0; j * config_.batch_size < samples; ++j) {
+    const int64_t b = std::min(config_.batch_size, samples - j * config_.batch_size);
+    launch_normal_rows_at(config_.data_key, val_cursor_.data(), in_order_.data(), j, config_.batch_size, b, x_.data(),
+                          in, y_.data(), out, stream_.get());
+    const float* pred = mlp_forward_gpu(lt_, layers_, params_.data(), x_.data(), b, act, stream_.get());
+    // The kernel's gradient goes to the activations' scratch, unread: validation only sums.
+    launch_mse_loss_and_gradient(pred, y_.data(), act.gradient, b * out, 1.0f, val_sum_squares_.data(),
+                                 val_nonfinite_.data(), stream_.get());
+  }
 }
 
 std::vector<float> GpuTrainStep::params() const {

@@ -1,6 +1,7 @@
 // On a GPU machine: the seed's training step on the device (gpu/train_step_gpu.h) against the
 // same step on the host (the random dataset's samples, the Mlp, the MSE gradient with
 // Lightning's 1/k, the host optimizers), over two shuffled epochs whose last step is shorter;
+// validation against the host's MSE over the dataset in order;
 // a captured CUDA graph replaying the eager kernels' bits; no device memory taken once every
 // step shape is captured; a NaN weight raising the loss's flag. Skipped where no GPU is visible.
 #include <cuda_runtime_api.h>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include "data/random_dataset.h"
@@ -172,6 +174,34 @@ TEST(GpuTrainStep, TakesNoDeviceMemoryOnceEveryStepShapeIsCaptured) {
   EXPECT_EQ(gpu.graphs_captured(), 2);  // 3 x 16, and the epoch's last 1 x 8
   EXPECT_EQ(free_after[2], free_after[1]);
   EXPECT_EQ(free_after[3], free_after[1]);
+}
+
+// Validation reads the dataset in order with the epoch's data, as the host's does; its second
+// run (the captured graph) sums the same.
+TEST(GpuTrainStep, ValidationIsTheHostsMseOverTheDatasetInOrder) {
+  DDP_REQUIRE_GPU();
+  const std::vector<float> params = initial_params();
+  GpuTrainStep gpu(config({.kind = OptimizerKind::kSgd, .lr = 0.01}, true), params);
+  Mlp mlp(kShape);
+  std::copy(params.begin(), params.end(), mlp.params().begin());
+  const RandomDataset data(kSamples, kShape.input_dim, kShape.output_dim, kSeed);
+  Workspace work(kShape, kBatch);
+  std::vector<float> x(kBatch * kShape.input_dim), y(kBatch * kShape.output_dim);
+  for (const int64_t epoch : {0, 3}) {
+    double host = 0;
+    for (int64_t start = 0; start < kSamples; start += kBatch) {
+      const int64_t b = std::min(kBatch, kSamples - start);
+      std::vector<int64_t> indices(static_cast<std::size_t>(b));
+      std::iota(indices.begin(), indices.end(), start);
+      data.fill(epoch, indices, x.data(), y.data());
+      host += mse_loss(Place::kHost, mlp.forward(x.data(), b, work), y.data(), b, kShape.output_dim) * b *
+              kShape.output_dim;
+    }
+    const GpuLossTotals eager = gpu.validate(epoch, kSamples), graph = gpu.validate(epoch, kSamples);
+    EXPECT_FALSE(eager.nonfinite);
+    EXPECT_NEAR(eager.sum_squares, host, 1e-6 * host) << "epoch " << epoch;
+    EXPECT_NEAR(graph.sum_squares, eager.sum_squares, 1e-12 * host) << "epoch " << epoch;
+  }
 }
 
 TEST(GpuTrainStep, ANanWeightRaisesTheLossFlag) {

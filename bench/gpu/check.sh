@@ -140,7 +140,9 @@ else
     outcome "$test" "GPU test"
   done
   sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$(command -v nvcc || echo /nonexistent/nvcc)")/compute-sanitizer")
+  # memcheck on the whole device step (graphs, cursor, every kernel) when the build has it.
   first=${gpu_tests%% *}
+  [[ " $gpu_tests " == *" gpu_train_step_gpu_test "* ]] && first=gpu_train_step_gpu_test
   if [[ -x $sanitizer ]]; then
     run compute_sanitizer 120 "$sanitizer" --tool memcheck --target-processes all --error-exitcode 9 "$bundle/bin/$first"
     outcome compute_sanitizer "memcheck on $first"

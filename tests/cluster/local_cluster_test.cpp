@@ -14,6 +14,7 @@
 #include "doctor/scaling_model.h"
 #include "support/local_cluster.h"
 #include "support/run_command.h"
+#include "support/sanitizer_build.h"
 
 namespace ddp {
 namespace {
@@ -140,8 +141,10 @@ AllreduceFit probe_across_hosts(const std::string& rate1, const std::string& rat
 TEST_F(LocalCluster, ProbeThroughOneShapedDirectionMeasuresItsRate) {
   for (const auto& [rate, bits] : {std::pair{"1gbit", 1e9}, std::pair{"500mbit", 5e8}}) {
     const double beta = probe_across_hosts(rate, "none").beta_bytes_per_second;
-    EXPECT_NEAR(beta, bits / 8, 0.2 * bits / 8) << rate;
+    if (!testing::kSanitizerBuild) EXPECT_NEAR(beta, bits / 8, 0.2 * bits / 8) << rate;
   }
+  // Under ASan one CI-like run measured 64 % of 1 Gbit/s: the rate is the release build's to check.
+  if (testing::kSanitizerBuild) GTEST_SKIP() << "the probe ran; its rate is checked in the release build";
 }
 
 // Both directions shaped, Open MPI's defaults: beta was 89-97 % of the cap on a quiet
@@ -164,8 +167,9 @@ TEST_F(LocalCluster, ProbeOnAShapedLinkMeasuresBetaUnderItsRate) {
 TEST_F(LocalCluster, ProbeWithSmallSendBuffersMeasuresTheRateOfBothShapedDirections) {
   for (const auto& [rate, bits] : {std::pair{"1gbit", 1e9}, std::pair{"500mbit", 5e8}}) {
     const double beta = probe_across_hosts(rate, rate, kSmallSendBuffer).beta_bytes_per_second;
-    EXPECT_NEAR(beta, bits / 8, 0.2 * bits / 8) << rate;
+    if (!testing::kSanitizerBuild) EXPECT_NEAR(beta, bits / 8, 0.2 * bits / 8) << rate;
   }
+  if (testing::kSanitizerBuild) GTEST_SKIP() << "the probe ran; its rate is checked in the release build";
 }
 
 // doctor --mpirun-args with the local cluster's options: the 2-device runs and the allreduce

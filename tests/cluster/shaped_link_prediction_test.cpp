@@ -13,6 +13,7 @@
 
 #include "support/local_cluster.h"
 #include "support/run_command.h"
+#include "support/sanitizer_build.h"
 
 namespace ddp {
 namespace {
@@ -55,9 +56,7 @@ void expect_prediction_holds(const fs::path& dir, const std::string& login, cons
 // configuration spread by up to 15 % on this shared machine, and so do the doctor's own, so
 // the bound is 15 %: the 10 % held in 8 of those 9 (and -14 % in an earlier fit at batch 32).
 TEST_F(LocalCluster, DoctorsPredictionOnAShapedLinkMatchesTheRun) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "a prediction of time is checked in the release build";
-#endif
+  if (testing::kSanitizerBuild) GTEST_SKIP() << "a prediction of time is checked in the release build";
   testing::shape("1gbit", "1gbit");
   const fs::path dir = testing::fresh_dir("cluster_prediction");
   const std::string login = "ip netns exec ddpscope-login " + std::string(DDPSCOPE_BINARY);

@@ -3,7 +3,10 @@
 // step costs one launch instead of one per kernel).
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 
 namespace ddp {
 
@@ -21,6 +24,28 @@ class CudaGraph {
  private:
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
+};
+
+// One graph per shape of work (a step's micro-batch sizes, a validation's size). A shape's
+// first run is eager, which makes what the libraries plan on first use (cuBLASLt's
+// algorithms); its second is captured; later ones replay the graph.
+template <typename Shape>
+class GraphsByShape {
+ public:
+  void run(const Shape& shape, cudaStream_t stream, const std::function<void()>& enqueue) {
+    auto [entry, first] = graphs_.try_emplace(shape);
+    if (first) return enqueue();
+    if (entry->second == nullptr) entry->second = std::make_unique<CudaGraph>(stream, enqueue);
+    entry->second->launch(stream);
+  }
+  int64_t captured() const {
+    int64_t count = 0;
+    for (const auto& [shape, graph] : graphs_) count += graph != nullptr;
+    return count;
+  }
+
+ private:
+  std::map<Shape, std::unique_ptr<CudaGraph>> graphs_;  // null: run once, not captured yet
 };
 
 }  // namespace ddp

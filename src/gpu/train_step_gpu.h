@@ -12,9 +12,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <set>
 #include <span>
 #include <vector>
 
@@ -77,7 +74,7 @@ class GpuTrainStep {
   std::vector<float> params() const;
   std::vector<std::vector<float>> optimizer_state() const;
 
-  int64_t graphs_captured() const { return static_cast<int64_t>(graphs_.size()); }
+  int64_t graphs_captured() const { return step_graphs_.captured(); }
 
  private:
   void enqueue_step(const std::vector<int64_t>& sizes);
@@ -98,17 +95,15 @@ class GpuTrainStep {
   DeviceArray<SgdScalars> sgd_table_;
   DeviceArray<double> sum_squares_;
   DeviceArray<int> nonfinite_;
-  // Validation's own: the identity order, its cursor and sums, its graph and the size it is for.
+  // Validation's own: the identity order, its cursor and sums, its graphs by size.
   DeviceArray<int64_t> in_order_;
   DeviceArray<StepCursor> val_cursor_;
   DeviceArray<double> val_sum_squares_;
   DeviceArray<int> val_nonfinite_;
-  std::set<int64_t> val_seen_;
-  std::map<int64_t, std::unique_ptr<CudaGraph>> val_graphs_;
+  GraphsByShape<int64_t> val_graphs_;
   // The host's view of the cursor, to refuse a step past the epoch's order or tables.
   int64_t order_size_ = 0, steps_in_epoch_ = 0, micro_batches_taken_ = 0, steps_taken_ = 0;
-  std::set<std::vector<int64_t>> seen_;  // shapes run once eagerly (their GEMM plans made)
-  std::map<std::vector<int64_t>, std::unique_ptr<CudaGraph>> graphs_;
+  GraphsByShape<std::vector<int64_t>> step_graphs_;
 };
 
 }  // namespace ddp

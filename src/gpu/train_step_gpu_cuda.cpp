@@ -88,15 +88,11 @@ void GpuTrainStep::step(std::span<const int64_t> micro_batch_sizes) {
   micro_batches_taken_ += count;
   ++steps_taken_;
 
-  if (!config_.cuda_graph || seen_.insert(sizes).second) {  // eager, or a shape's first step: its plans are made
+  if (config_.cuda_graph) {
+    step_graphs_.run(sizes, stream_.get(), [&] { enqueue_step(sizes); });
+  } else {
     enqueue_step(sizes);
-    return;
   }
-  auto graph = graphs_.find(sizes);
-  if (graph == graphs_.end()) {
-    graph = graphs_.emplace(sizes, std::make_unique<CudaGraph>(stream_.get(), [&] { enqueue_step(sizes); })).first;
-  }
-  graph->second->launch(stream_.get());
 }
 
 void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes) {
@@ -142,16 +138,10 @@ GpuLossTotals GpuTrainStep::validate(int64_t epoch, int64_t samples) {
   val_cursor_.copy_from(&cursor, 1);
   check_cuda(cudaMemset(val_sum_squares_.data(), 0, sizeof(double)), "cudaMemset");
   check_cuda(cudaMemset(val_nonfinite_.data(), 0, sizeof(int)), "cudaMemset");
-  if (!config_.cuda_graph || val_seen_.insert(samples).second) {
-    enqueue_validation(samples);
+  if (config_.cuda_graph) {
+    val_graphs_.run(samples, stream_.get(), [&] { enqueue_validation(samples); });
   } else {
-    auto graph = val_graphs_.find(samples);
-    if (graph == val_graphs_.end()) {
-      graph =
-          val_graphs_.emplace(samples, std::make_unique<CudaGraph>(stream_.get(), [&] { enqueue_validation(samples); }))
-              .first;
-    }
-    graph->second->launch(stream_.get());
+    enqueue_validation(samples);
   }
   check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
   return {val_sum_squares_.to_host()[0], val_nonfinite_.to_host()[0] != 0};

@@ -91,25 +91,36 @@ TEST_F(LocalCluster, CutLinkEndsTheJobWithCode4NamingTheHostAndResumes) {
 
 // Host 2's link drops to 20 Mbit/s once the first epoch is checkpointed: the job still
 // ends with exit 0, and the wait shows in comm_wait. The bound is physical, not a timing:
-// every later allreduce sends the gradient out of host 2 through that link, and half the
-// time that takes at 20 Mbit/s is already far above an unshaped run's whole comm_wait.
+// every allreduce after the shaping sends the gradient out of host 2 through that link, and
+// half the time that takes at 20 Mbit/s is already far above an unshaped run's whole
+// comm_wait. Which allreduces came after it is read from the checkpoints: the loop writes
+// each epoch's checkpoint (atomically) before its next step, so every step after the first
+// checkpoint missing from the listing taken once the link was shaped ran on the slow link.
 TEST_F(LocalCluster, SlowedLinkShowsInCommWaitAndTheJobFinishes) {
   const fs::path dir = testing::fresh_dir("cluster_slow");
   const std::string train = kMpirun + DDPSCOPE_BINARY +
-                            " train --num-nodes 2 --progress-bar off --max-epochs 1000 --max-steps 40"
+                            " train --num-nodes 2 --progress-bar off --max-epochs 1000 --max-steps 60"
                             " --dataset-size 1280 --checkpoint-every-n-epochs 1 --version 0";
-  const std::string first_epoch = "ddpscope_logs/version_0/checkpoints/epoch=0-step=*.safetensors";
-  const std::string slow = "(for i in $(seq 600); do ls " + first_epoch +
+  const std::string checkpoints = "ddpscope_logs/version_0/checkpoints/";
+  const std::string slow = "(for i in $(seq 600); do ls " + checkpoints + "epoch=0-step=*.safetensors" +
                            " >/dev/null 2>&1 && break; sleep 0.05; done; " + kScript + " shape 2 20mbit; ls " +
-                           first_epoch + " > shaped_after) & ";
+                           checkpoints + " > shaped_after) & ";
   const auto run = testing::run_command("{ " + slow + train + "; echo $? > rc; wait; }", dir);
   ASSERT_EQ(std::stoi(testing::read_text(dir / "rc")), 0) << run.err;
-  ASSERT_FALSE(testing::read_text(dir / "shaped_after").empty()) << "the first epoch never finished";
+  const std::string listed = testing::read_text(dir / "shaped_after");
+  ASSERT_NE(listed.find("epoch=0-step="), std::string::npos) << "the first epoch never finished";
+  int64_t unshaped_steps = -1;  // the step of the first checkpoint written after the shaping
+  for (const auto& entry : fs::directory_iterator(dir / checkpoints)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("epoch=", 0) != 0 || listed.find(name) != std::string::npos) continue;
+    const int64_t step = std::stoll(name.substr(name.find("step=") + 5));
+    if (unshaped_steps < 0 || step < unshaped_steps) unshaped_steps = step;
+  }
   const nlohmann::json s = summary(dir);
-  const std::string checkpoint = testing::read_text(dir / "shaped_after");
-  const int64_t before = std::stoll(checkpoint.substr(checkpoint.find("step=") + 5));
-  // A few steps may run between the checkpoint and the new rate.
-  const int64_t slowed_calls = s["allreduce"]["calls"].get<int64_t>() - before - 5;
+  const int64_t slowed_calls = s["allreduce"]["calls"].get<int64_t>() - unshaped_steps;
+  ASSERT_TRUE(unshaped_steps > 0 && slowed_calls >= 10)
+      << "the link was shaped too late to measure: " << unshaped_steps << " steps before it\n"
+      << listed;
   const double bytes_per_call = s["allreduce"]["bytes"].get<double>() / s["allreduce"]["calls"].get<double>();
   const double link_seconds = slowed_calls * bytes_per_call * 8 / 20e6;
   EXPECT_GT(s["phases"]["comm_wait"].get<double>(), 0.5 * link_seconds);

@@ -27,6 +27,7 @@ void print_json(const GpuBuild& build, const VisibleGpus& gpus) {
   nlohmann::json j = {{"built_with_cuda", build.with_cuda},
                       {"cuda_version", or_null(build.cuda_version)},
                       {"architectures", words(build.architectures)},
+                      {"cublaslt", or_null(build.cublaslt)},
                       {"driver_cuda_version", or_null(gpus.driver_cuda_version)},
                       {"gpus", nlohmann::json::array()},
                       {"no_gpu_reason", or_null(gpus.none_reason)}};
@@ -41,7 +42,8 @@ void print_json(const GpuBuild& build, const VisibleGpus& gpus) {
 
 void print_text(const GpuBuild& build, const VisibleGpus& gpus) {
   if (build.with_cuda) {
-    fmt::print("Built with CUDA {} for {}\n", build.cuda_version, build.architectures);
+    fmt::print("Built with CUDA {} for {}; a GPU run loads {}\n", build.cuda_version, build.architectures,
+               build.cublaslt);
   } else {
     fmt::print("Built without CUDA\n");
   }

@@ -42,7 +42,8 @@ if(DDPSCOPE_WITH_CUDA)
   set_source_files_properties(src/gpu/normal_rows_gpu.cu src/gpu/optimizer_step_gpu.cu PROPERTIES
                               COMPILE_OPTIONS --fmad=false)
   # A static cudart: one binary runs with or without a driver (it reports the reason then).
-  target_link_libraries(ddpscope_core PUBLIC CUDA::cudart_static CUDA::cublasLt)
+  # cuBLASLt is loaded on first use (gpu/cublaslt_library.h): its headers only, no link.
+  target_link_libraries(ddpscope_core PUBLIC CUDA::cudart_static ${CMAKE_DL_LIBS})
   message(STATUS "ddpscope: building the GPU path with CUDA ${CUDAToolkit_VERSION} for ${CMAKE_CUDA_ARCHITECTURES}")
 else()
   file(GLOB DDPSCOPE_GPU_SOURCES CONFIGURE_DEPENDS src/gpu/*_nocuda.cpp)

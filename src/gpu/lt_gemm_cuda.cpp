@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "ddpscope/error.h"
+#include "gpu/cublaslt_library.h"
 #include "gpu/cuda_check.h"
 
 namespace ddp {
@@ -17,13 +18,15 @@ constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 
 void check_lt(cublasStatus_t status, const char* call) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw Error(ExitCode::kOther, fmt::format("cuBLASLt: {} failed: {} ({})", call, cublasLtGetStatusString(status),
-                                            cublasLtGetStatusName(status)));
+  throw Error(ExitCode::kOther,
+              fmt::format("cuBLASLt: {} failed: {} ({})", call, cublaslt().cublasLtGetStatusString(status),
+                          cublaslt().cublasLtGetStatusName(status)));
 }
 
 template <typename T>
 void set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value) {
-  check_lt(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)), "cublasLtMatmulDescSetAttribute");
+  check_lt(cublaslt().cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)),
+           "cublasLtMatmulDescSetAttribute");
 }
 
 cublasOperation_t op(bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
@@ -53,10 +56,10 @@ cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
 }  // namespace
 
 LtGemm::LtGemm(LtMath math) : math_(math) {
-  check_lt(cublasLtCreate(&handle_), "cublasLtCreate");
+  check_lt(cublaslt().cublasLtCreate(&handle_), "cublasLtCreate");
   const cudaError_t status = cudaMalloc(&workspace_, kWorkspaceBytes);
   if (status != cudaSuccess) {
-    cublasLtDestroy(handle_);  // no destructor runs for a constructor that throws
+    cublaslt().cublasLtDestroy(handle_);  // no destructor runs for a constructor that throws
     check_cuda(status, "cudaMalloc (the cuBLASLt workspace)");
   }
 }
@@ -64,14 +67,14 @@ LtGemm::LtGemm(LtMath math) : math_(math) {
 LtGemm::~LtGemm() {
   for (auto& [key, plan] : plans_) destroy(plan);
   cudaFree(workspace_);
-  cublasLtDestroy(handle_);
+  cublaslt().cublasLtDestroy(handle_);
 }
 
 void LtGemm::destroy(Plan& plan) {
   for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c}) {
-    if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
+    if (layout != nullptr) cublaslt().cublasLtMatrixLayoutDestroy(layout);
   }
-  if (plan.desc != nullptr) cublasLtMatmulDescDestroy(plan.desc);
+  if (plan.desc != nullptr) cublaslt().cublasLtMatmulDescDestroy(plan.desc);
 }
 
 LtGemm::Plan& LtGemm::plan_for(const Key& key, const float* bias) {
@@ -89,41 +92,42 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const float* bias) {
 void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
   const auto [ta, tb, m, n, k, lda, ldb, ldc, epilogue, aligned] = key;
   const cublasComputeType_t compute = math_ == LtMath::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  check_lt(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check_lt(cublaslt().cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   // cuBLASLt's A is our B and its B our A (the header's transpose): its m is our n.
   set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, op(tb));
   set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, op(ta));
   set(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(static_cast<LtEpilogue>(epilogue)));
   if (bias != nullptr) set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);  // the heuristic reads its alignment
   // Stored shapes, column-major: a row-major (r, c) matrix is a column-major (c, r) one.
-  check_lt(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_32F, static_cast<uint64_t>(tb ? k : n),
-                                      static_cast<uint64_t>(tb ? n : k), ldb),
+  check_lt(cublaslt().cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_32F, static_cast<uint64_t>(tb ? k : n),
+                                                 static_cast<uint64_t>(tb ? n : k), ldb),
            "cublasLtMatrixLayoutCreate (B)");
-  check_lt(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_32F, static_cast<uint64_t>(ta ? m : k),
-                                      static_cast<uint64_t>(ta ? k : m), lda),
+  check_lt(cublaslt().cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_32F, static_cast<uint64_t>(ta ? m : k),
+                                                 static_cast<uint64_t>(ta ? k : m), lda),
            "cublasLtMatrixLayoutCreate (A)");
-  check_lt(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, static_cast<uint64_t>(n), static_cast<uint64_t>(m), ldc),
+  check_lt(cublaslt().cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, static_cast<uint64_t>(n),
+                                                 static_cast<uint64_t>(m), ldc),
            "cublasLtMatrixLayoutCreate (C)");
 
   cublasLtMatmulPreference_t preference = nullptr;
-  check_lt(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  check_lt(cublaslt().cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
   const uint64_t workspace = kWorkspaceBytes;
   const auto bytes = static_cast<uint32_t>(aligned);
-  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                               &workspace, sizeof(workspace));
+  cublasStatus_t status = cublaslt().cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
   for (const auto attribute :
        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     if (status == CUBLAS_STATUS_SUCCESS)
-      status = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes));
+      status = cublaslt().cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes));
   }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (status == CUBLAS_STATUS_SUCCESS) {
-    status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.c, plan.c, preference, 1, &result,
-                                            &found);
+    status = cublaslt().cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.a, plan.b, plan.c, plan.c, preference,
+                                                       1, &result, &found);
   }
-  cublasLtMatmulPreferenceDestroy(preference);
+  cublaslt().cublasLtMatmulPreferenceDestroy(preference);
   check_lt(status, "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0) {
     throw Error(
@@ -142,8 +146,8 @@ void LtGemm::gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const flo
   Plan& plan = plan_for(key, bias);
   if (bias != nullptr) set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   const float alpha = 1.0f;
-  check_lt(cublasLtMatmul(handle_, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c, &plan.algo,
-                          workspace_, kWorkspaceBytes, stream),
+  check_lt(cublaslt().cublasLtMatmul(handle_, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
+                                     &plan.algo, workspace_, kWorkspaceBytes, stream),
            "cublasLtMatmul");
 }
 

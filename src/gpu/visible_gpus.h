@@ -21,6 +21,7 @@ struct GpuBuild {
   bool with_cuda = false;
   std::string cuda_version;   // "13.0"; empty without CUDA
   std::string architectures;  // CMake's CUDA_ARCHITECTURES, e.g. "80-real 90-real 90-virtual"
+  std::string cublaslt;       // the library a GPU run loads, "libcublasLt.so.13"; empty without CUDA
 };
 
 struct VisibleGpus {

@@ -2,6 +2,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include "gpu/cublaslt_library.h"
 #include "gpu/visible_gpus.h"
 
 namespace ddp {
@@ -40,6 +41,7 @@ GpuBuild gpu_build() {
   build.with_cuda = true;
   build.cuda_version = version_text(CUDART_VERSION);
   build.architectures = DDPSCOPE_CUDA_ARCHITECTURES;
+  build.cublaslt = cublaslt_library_name();
   return build;
 }
 

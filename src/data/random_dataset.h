@@ -13,6 +13,8 @@ class RandomDataset : public Dataset {
   int64_t input_dim() const override { return input_dim_; }
   int64_t output_dim() const override { return output_dim_; }
   void fill(int64_t epoch, std::span<const int64_t> indices, float* x, float* y) const override;
+  // The Philox key its samples are made from: a GPU makes the same ones from it.
+  uint64_t key() const { return key_; }
 
  private:
   int64_t size_, input_dim_, output_dim_;

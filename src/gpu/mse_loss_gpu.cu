@@ -11,9 +11,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// One partial sum per block (a tree in shared memory), then one double atomicAdd per block.
+// One partial sum per block (a tree in shared memory), then one double atomicAdd per block,
+// into sums[0], or with a cursor into sums[cursor->micro_batch + ahead]. nonfinite may be null.
 __global__ void mse_kernel(const float* pred, const float* target, float* dpred, int64_t count, float grad_scale,
-                           double* sum_squares, int* nonfinite) {
+                           const StepCursor* cursor, int64_t ahead, double* sums, int* nonfinite) {
   __shared__ double partial[kThreads];
   double sum = 0;
   bool bad = false;
@@ -24,24 +25,35 @@ __global__ void mse_kernel(const float* pred, const float* target, float* dpred,
     sum += static_cast<double>(diff) * diff;
     dpred[i] = mse_gradient(grad_scale, pred[i], target[i]);
   }
-  if (bad) *nonfinite = 1;
+  if (bad && nonfinite != nullptr) *nonfinite = 1;
   partial[threadIdx.x] = sum;
   __syncthreads();
   for (int half = kThreads / 2; half > 0; half /= 2) {
     if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) atomicAdd(sum_squares, partial[0]);
+  if (threadIdx.x == 0) atomicAdd(sums + (cursor != nullptr ? cursor->micro_batch + ahead : 0), partial[0]);
+}
+
+unsigned blocks_for(int64_t count) {
+  DDP_CHECK_GT(count, 0, "the MSE of an empty batch is undefined");
+  const int64_t blocks = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1024 ? blocks : 1024);
 }
 
 }  // namespace
 
 void launch_mse_loss_and_gradient(const float* pred, const float* target, float* dpred, int64_t count, float grad_scale,
                                   double* sum_squares, int* nonfinite, cudaStream_t stream) {
-  DDP_CHECK_GT(count, 0, "the MSE of an empty batch is undefined");
-  const int64_t blocks = (count + kThreads - 1) / kThreads;
-  mse_kernel<<<static_cast<unsigned>(blocks < 1024 ? blocks : 1024), kThreads, 0, stream>>>(
-      pred, target, dpred, count, grad_scale, sum_squares, nonfinite);
+  mse_kernel<<<blocks_for(count), kThreads, 0, stream>>>(pred, target, dpred, count, grad_scale, nullptr, 0,
+                                                         sum_squares, nonfinite);
+  check_cuda(cudaGetLastError(), "the MSE kernel's launch");
+}
+
+void launch_mse_loss_at(const float* pred, const float* target, float* dpred, int64_t count, float grad_scale,
+                        const StepCursor* cursor, int64_t ahead, double* sums, cudaStream_t stream) {
+  mse_kernel<<<blocks_for(count), kThreads, 0, stream>>>(pred, target, dpred, count, grad_scale, cursor, ahead, sums,
+                                                         nullptr);
   check_cuda(cudaGetLastError(), "the MSE kernel's launch");
 }
 

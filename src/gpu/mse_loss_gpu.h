@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu/step_cursor.h"
+
 namespace ddp {
 
 // On device pointers, enqueued on stream: pred, target, dpred are count floats; dpred =
@@ -15,6 +17,13 @@ namespace ddp {
 // (pred - target)^2 in double; *nonfinite = 1 when a difference is NaN or infinite.
 void launch_mse_loss_and_gradient(const float* pred, const float* target, float* dpred, int64_t count, float grad_scale,
                                   double* sum_squares, int* nonfinite, cudaStream_t stream);
+
+// The same for micro-batch `ahead` of a captured step (gpu/step_cursor.h): its sum goes to
+// sums[cursor->micro_batch + ahead], read on the device when the kernel runs, so the host
+// can read every micro-batch's loss after the steps. A non-finite difference makes that sum
+// non-finite (a square of a float is finite in double), so it needs no flag of its own.
+void launch_mse_loss_at(const float* pred, const float* target, float* dpred, int64_t count, float grad_scale,
+                        const StepCursor* cursor, int64_t ahead, double* sums, cudaStream_t stream);
 
 struct MseOnGpu {
   double loss = 0;  // the mean over the elements, as mse_loss()

@@ -7,8 +7,8 @@
 // (its micro-batch sizes) is captured once as a CUDA graph and replayed, one launch per step;
 // without, the same kernels are launched one by one (the eager ablation). All memory is
 // allocated by the constructor, nothing is copied between host and device inside a step, and
-// the loss stays on the device until take_losses(). validate() is the forward and loss alone
-// over the dataset in order, captured likewise.
+// each micro-batch's loss stays on the device until epoch_sum_squares(). validate() is the
+// forward and loss alone over the dataset in order, captured likewise.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -40,7 +40,7 @@ struct GpuStepConfig {
 };
 
 struct GpuLossTotals {
-  double sum_squares = 0;  // of every micro-batch's (pred - target), since the last read
+  double sum_squares = 0;  // of every (pred - target) of the pass
   bool nonfinite = false;  // a difference was NaN or infinite
 };
 
@@ -49,6 +49,8 @@ class GpuTrainStep {
   // Uploads params (the MLP's flat buffer, layer_layout's order); the optimizer's state
   // starts at zero, as a fresh torch.optim's.
   GpuTrainStep(const GpuStepConfig& config, std::span<const float> params);
+  // Uploads a resumed optimizer's state, in optimizer_state()'s order (synchronises).
+  void load_optimizer_state(const std::vector<std::span<const float>>& state);
   GpuTrainStep(const GpuTrainStep&) = delete;
   GpuTrainStep& operator=(const GpuTrainStep&) = delete;
 
@@ -61,8 +63,9 @@ class GpuTrainStep {
   // them, or fewer on the epoch's last step; each at most batch_size). Enqueues only.
   void step(std::span<const int64_t> micro_batch_sizes);
 
-  // Waits for the device and returns the loss since the last call.
-  GpuLossTotals take_losses();
+  // Waits for the device; the sum of (pred - target)^2 of each micro-batch the epoch has
+  // taken since start_epoch, in order. A non-finite difference makes its sum non-finite.
+  std::vector<double> epoch_sum_squares() const;
 
   // The validation pass (synchronises): forward and loss over samples 0 .. samples - 1 in
   // order, batch_size at a time, with epoch's data, as the host's validation reads the
@@ -93,8 +96,7 @@ class GpuTrainStep {
   DeviceArray<StepCursor> cursor_;
   DeviceArray<AdamScalars> adam_table_;
   DeviceArray<SgdScalars> sgd_table_;
-  DeviceArray<double> sum_squares_;
-  DeviceArray<int> nonfinite_;
+  DeviceArray<double> sum_squares_;  // one per micro-batch of the epoch
   // Validation's own: the identity order, its cursor and sums, its graphs by size.
   DeviceArray<int64_t> in_order_;
   DeviceArray<StepCursor> val_cursor_;

@@ -37,8 +37,7 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
       cursor_(1),
       adam_table_(is_adam(config.optimizer) ? static_cast<std::size_t>(config.max_epoch_steps) : 0),
       sgd_table_(is_adam(config.optimizer) ? 0 : static_cast<std::size_t>(config.max_epoch_steps)),
-      sum_squares_(1),
-      nonfinite_(1),
+      sum_squares_(static_cast<std::size_t>(config.max_epoch_steps * config.accumulate)),
       in_order_(static_cast<std::size_t>(config.max_epoch_samples)),
       val_cursor_(1),
       val_sum_squares_(1),
@@ -52,6 +51,18 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
   in_order_.copy_from(identity.data(), identity.size());
 }
 
+void GpuTrainStep::load_optimizer_state(const std::vector<std::span<const float>>& state) {
+  std::vector<DeviceArray<float>*> buffers;
+  for (DeviceArray<float>* buffer : {&state0_, &state1_}) {
+    if (buffer->count() > 0) buffers.push_back(buffer);
+  }
+  DDP_CHECK_EQ(state.size(), buffers.size(), "a state of another optimizer");
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    DDP_CHECK_EQ(state[i].size(), buffers[i]->count(), "a state of another model");
+    buffers[i]->copy_from(state[i].data(), state[i].size());
+  }
+}
+
 void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before,
                                int64_t steps_in_epoch) {
   DDP_CHECK_LE(static_cast<int64_t>(order.size()), config_.max_epoch_samples, "an epoch longer than allocated for");
@@ -60,6 +71,7 @@ void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, in
   order_.copy_from(order.data(), order.size());
   const StepCursor cursor{static_cast<uint64_t>(epoch) << 32, 0, 0};
   cursor_.copy_from(&cursor, 1);
+  check_cuda(cudaMemset(sum_squares_.data(), 0, sum_squares_.count() * sizeof(double)), "cudaMemset");
   // The optimizer's scalars for each of the epoch's steps, as the host optimizers compute them.
   if (is_adam(config_.optimizer)) {
     std::vector<AdamScalars> table;
@@ -105,8 +117,8 @@ void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes) {
                           b, x_.data(), in, y_.data(), out, stream_.get());
     const float* pred = mlp_forward_gpu(lt_, layers_, params_.data(), x_.data(), b, act, stream_.get());
     const float loss_scale = 1.0f / static_cast<float>(config_.accumulate);  // Lightning divides by k
-    launch_mse_loss_and_gradient(pred, y_.data(), act.gradient, b * out, mse_gradient_scale(loss_scale, b * out),
-                                 sum_squares_.data(), nonfinite_.data(), stream_.get());
+    launch_mse_loss_at(pred, y_.data(), act.gradient, b * out, mse_gradient_scale(loss_scale, b * out), cursor_.data(),
+                       static_cast<int64_t>(j), sum_squares_.data(), stream_.get());
     mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get());
   }
   enqueue_optimizer();
@@ -123,12 +135,11 @@ void GpuTrainStep::enqueue_optimizer() {
   }
 }
 
-GpuLossTotals GpuTrainStep::take_losses() {
+std::vector<double> GpuTrainStep::epoch_sum_squares() const {
   check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
-  const GpuLossTotals totals{sum_squares_.to_host()[0], nonfinite_.to_host()[0] != 0};
-  check_cuda(cudaMemset(sum_squares_.data(), 0, sizeof(double)), "cudaMemset");
-  check_cuda(cudaMemset(nonfinite_.data(), 0, sizeof(int)), "cudaMemset");
-  return totals;
+  std::vector<double> sums = sum_squares_.to_host();
+  sums.resize(static_cast<std::size_t>(micro_batches_taken_));
+  return sums;
 }
 
 GpuLossTotals GpuTrainStep::validate(int64_t epoch, int64_t samples) {

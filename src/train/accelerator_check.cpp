@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ddpscope/error.h"
@@ -17,7 +18,7 @@ const char* gpu_feature(Precision precision) {
 }
 
 // The options that only a GPU run has: a precision other than 32-true, --no-cuda-graph.
-void refuse_gpu_options_on_cpu(const TrainerOptions& options, const char* why_cpu) {
+void refuse_gpu_options_on_cpu(const TrainerOptions& options, const std::string& why_cpu) {
   if (options.precision != Precision::k32True) {
     throw UsageError(fmt::format("--precision {} needs --accelerator cuda ({}); {}, where only 32-true is accepted",
                                  spelling(options.precision), gpu_feature(options.precision), why_cpu));
@@ -30,41 +31,80 @@ void refuse_gpu_options_on_cpu(const TrainerOptions& options, const char* why_cp
   }
 }
 
-[[noreturn]] void refuse_gpu_training(const GpuDevice& gpu) {
-  throw UsageError(
-      fmt::format("--accelerator cuda: found {}, but GPU training is not built yet in this version of ddpscope; "
-                  "use --accelerator cpu (or auto); see docs/usage.md",
-                  describe_gpu(gpu)));
+// The cuda run's device, or UsageError saying why there is none.
+void require_a_gpu(const VisibleGpus& gpus) {
+  if (!gpus.devices.empty()) return;
+  throw UsageError(gpu_build().with_cuda ? "--accelerator cuda: no CUDA device was found: " + gpus.none_reason
+                                         : "--accelerator cuda: " + gpus.none_reason);
 }
 
 }  // namespace
 
-void check_accelerator(const TrainerOptions& options) {
+std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_random_data) {
+  const int devices = std::max(options.devices, 1) * options.num_nodes;
+  if (devices > 1) {
+    return fmt::format(
+        "training on {} GPUs (NCCL between them) is not built yet in this version, only on one; use --devices 1, or "
+        "--accelerator cpu for {} CPU ranks",
+        devices, devices);
+  }
+  if (options.strategy == Strategy::kDdpZero1) {
+    return "--strategy ddp_zero1 is not built yet on GPUs; leave it out on one GPU, where it shards nothing";
+  }
+  if (options.precision == Precision::kBf16Mixed) {
+    return "--precision bf16-mixed is not built yet on GPUs; use 32-true or tf32";
+  }
+  if (!regression_on_random_data) {
+    return "the GPU engine trains the built-in regression task on --data random only (its samples are made on the "
+           "GPU); train --data teacher, csv: files and custom modules with --accelerator cpu";
+  }
+  return "";
+}
+
+void check_accelerator(const Config& config) {
+  const TrainerOptions& options = config.trainer;
   if (options.accelerator == Accelerator::kCpu) {
     refuse_gpu_options_on_cpu(options, "this run is on CPU (--accelerator cpu)");
     return;
   }
+  const std::string lacks = gpu_engine_lacks(options, config.data.data == "random");
+  if (options.accelerator == Accelerator::kCuda) {
+    if (!lacks.empty()) throw UsageError("--accelerator cuda: " + lacks);
+    require_a_gpu(visible_gpus());
+    return;
+  }
   const VisibleGpus gpus = visible_gpus();
   if (gpus.devices.empty()) {
-    if (options.accelerator == Accelerator::kCuda) {
-      throw UsageError(gpu_build().with_cuda ? "--accelerator cuda: no CUDA device was found: " + gpus.none_reason
-                                             : "--accelerator cuda: " + gpus.none_reason);
-    }
     refuse_gpu_options_on_cpu(options, "--accelerator auto found no GPU and trains on CPU");
     return;
   }
-  if (options.accelerator == Accelerator::kCuda || options.precision != Precision::k32True || options.no_cuda_graph) {
-    refuse_gpu_training(gpus.devices.front());
+  const GpuDevice& gpu = gpus.devices.front();
+  if (!lacks.empty()) {
+    refuse_gpu_options_on_cpu(options, fmt::format("--accelerator auto found {} but trains on CPU", describe_gpu(gpu)));
   }
-  // Lightning's "GPU available: True (cuda), used: False": said once, by the process that
-  // was started (the ranks it launches under mpirun check again, silently).
+  // Lightning's "GPU available: True (cuda), used: ...": said once, by the process that was
+  // started (the ranks it launches under mpirun check again, silently).
   static bool said = false;
   if (!said && !launched_by_mpi()) {
     said = true;
-    const GpuDevice& gpu = gpus.devices.front();
-    std::fprintf(stderr, "GPU available: %s (sm_%d%d), but this version trains on CPU; using cpu\n", gpu.name.c_str(),
-                 gpu.major, gpu.minor);
+    if (lacks.empty()) {
+      std::fprintf(stderr, "GPU available: %s (sm_%d%d); using cuda\n", gpu.name.c_str(), gpu.major, gpu.minor);
+    } else {
+      std::fprintf(stderr, "GPU available: %s (sm_%d%d), but %s; using cpu\n", gpu.name.c_str(), gpu.major, gpu.minor,
+                   lacks.c_str());
+    }
   }
+}
+
+bool trains_on_gpu(const TrainerOptions& options, bool regression_on_random_data) {
+  if (options.accelerator == Accelerator::kCpu) return false;
+  const std::string lacks = gpu_engine_lacks(options, regression_on_random_data);
+  if (options.accelerator == Accelerator::kCuda) {
+    if (!lacks.empty()) throw UsageError("--accelerator cuda: " + lacks);
+    require_a_gpu(visible_gpus());
+    return true;
+  }
+  return lacks.empty() && !visible_gpus().devices.empty();
 }
 
 }  // namespace ddp

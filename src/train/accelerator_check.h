@@ -1,12 +1,25 @@
 #pragma once
-// --accelerator and --precision against what this build and machine can do: refuses what
-// cannot run (exit 2, saying why and what to do) and says once when auto leaves a GPU unused.
-// Only cuda and auto ask the driver; a cpu run pays no CUDA initialisation.
+// --accelerator and --precision against what this build, this machine and the GPU engine can
+// do: refuses what cannot run (exit 2, saying why and what to do), decides where auto trains,
+// and says it once when a GPU is there. Only cuda and auto ask the driver; a cpu run pays no
+// CUDA initialisation.
+#include <string>
+
 #include "ddpscope/config.h"
 
 namespace ddp {
 
+// Why the GPU engine cannot train this run, as the end of a refusal ("" when it can): it
+// trains the built-in regression task on the random dataset (regression_on_random_data), on
+// one GPU, in 32-true or tf32 (issue 12); N GPUs are issue 13's.
+std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_random_data);
+
 // Throws UsageError; train, compare, doctor and predict call it through validate_config.
-void check_accelerator(const TrainerOptions& options);
+void check_accelerator(const Config& config);
+
+// Where the Trainer trains: on the GPU for cuda, and for auto when a GPU is visible and the
+// engine can train the run; on CPU otherwise. Throws UsageError for a cuda run it cannot
+// train (a program that builds its own Trainer has not been through validate_config).
+bool trains_on_gpu(const TrainerOptions& options, bool regression_on_random_data);
 
 }  // namespace ddp

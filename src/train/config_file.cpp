@@ -140,8 +140,8 @@ void validate_config(const Config& c) {
                     t.init_from, t.ckpt_path));
   }
 
-  // What this build and machine cannot run is refused (the GPU engine is later work).
-  check_accelerator(t);
+  // What this build, this machine and the GPU engine cannot run is refused.
+  check_accelerator(c);
   if (t.strategy == Strategy::kSingle && t.devices > 1) {
     throw UsageError(
         fmt::format("--strategy single trains on one device, but --devices is {}; use --strategy ddp", t.devices));

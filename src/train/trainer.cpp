@@ -9,29 +9,16 @@
 #include <string>
 
 #include "base/stop_signal.h"
-#include "data/loader.h"
 #include "data/sampler.h"
 #include "ddpscope/error.h"
 #include "dist/gather.h"
-#include "dist/grad_reducer.h"
 #include "dist/launcher.h"
-#include "dist/optimizer_shard.h"
-#include "observe/phase_clock.h"
-#include "observe/sched_stats.h"
 #include "observe/thread_census.h"
 #include "observe/trace_writer.h"
 #include "tensor/gemm.h"
-#include "train/epoch_plan.h"
-#include "train/epoch_spread.h"
-#include "train/gather_arrivals.h"
 #include "train/gather_stats.h"
-#include "train/metric_sink.h"
-#include "train/progress_bar.h"
-#include "train/resume.h"
-#include "train/run_outputs.h"
-#include "train/run_summary.h"
 #include "train/stop_agreement.h"
-#include "train/utilization_watch.h"
+#include "train/trainer_run.h"
 #include "train/validation_means.h"
 
 namespace ddp {
@@ -71,77 +58,6 @@ GradReducerOptions reducer_options(const TrainerOptions& options) {
 
 }  // namespace
 
-class Trainer::Run {
- public:
-  Run(TrainerOptions options, World world, Hparams hparams)
-      : options_(std::move(options)),
-        world_(std::move(world)),
-        comm_(world_.comm()),
-        start_(job_start_time()),  // a rank launched by ddpscope counts from the launch
-        outputs_(options_, std::move(hparams), comm_),
-        progress_(comm_.rank() == 0 ? options_.progress_bar : ProgressMode::kOff) {
-    clock_.start(Phase::kStartup, start_);
-  }
-
-  void fit(LightningModule& module, LightningDataModule& data);
-  bool is_global_zero() const { return comm_.rank() == 0; }
-  int world_size() const { return comm_.size(); }
-  const std::filesystem::path& log_dir() const { return outputs_.log_dir(); }
-  int64_t global_step() const { return start_point_.global_step; }
-  const RunSummary& stats() const { return stats_; }
-  bool nothing_left() const { return ddp::nothing_left_to_train(options_, start_point_); }
-
- private:
-  void setup(LightningModule& module, LightningDataModule& data);
-  // Returns false when max_steps ended training inside the epoch.
-  bool train_epoch(LightningModule& module);
-  void validate(LightningModule& module);
-  void log_training_metrics();
-  void stop_if_signalled(LightningModule& module, int64_t epoch, int64_t next_batch);
-  void save_checkpoints(LightningModule& module, int64_t epoch, int64_t next_batch, bool periodic);
-  EpochPlan rank_epoch_plan() const;
-  void start_trace();
-  void start_arrivals();
-  void start_arrival_clock();
-  int64_t arrivals_per_sync() const;
-  void finish(LightningModule& module);
-  void write_trace();
-  Metrics global_mean(const Metrics& local);
-  int64_t epoch() const { return start_point_.epoch; }
-
-  TrainerOptions options_;
-  World world_;
-  Communicator& comm_;
-  std::chrono::steady_clock::time_point start_;
-  PhaseClock clock_;
-  RunOutputs outputs_;
-  ProgressBar progress_;
-  MetricSink train_metrics_;
-  MetricSink val_metrics_;
-  StartPoint start_point_;  // advanced as training goes: the epoch, and the optimizer steps taken
-  RunSummary stats_;
-  // Each rank's own, and rank zero's is the one its summary.json keeps: the steps' allreduces
-  // and the stop agreement at each epoch's end tie every rank's epoch ends to the slowest
-  // rank's (within one collective's exit skew), so rank zero's epochs are the slowest rank's
-  // without gathering anything, on the clock its wall_seconds is read from.
-  EpochSpreadAccumulator steady_epochs_;
-  // Of one fit():
-  DataLoaderSpec train_spec_;
-  DataLoaderSpec val_spec_;
-  std::unique_ptr<Loader> train_loader_;
-  std::unique_ptr<Loader> val_loader_;
-  OptimizerConfig optimizer_config_;
-  std::unique_ptr<OptimizerShard> shard_;  // the whole parameters, but with --strategy ddp_zero1
-  std::unique_ptr<Optimizer> optimizer_;   // of the shard's range
-  std::unique_ptr<GradReducer> reducer_;   // a no-op on one rank
-  std::function<void(int64_t)> layer_hook_;
-  std::unique_ptr<UtilizationWatch> utilization_;
-  std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
-  int64_t clock_offset_ns_ = 0;
-  std::optional<SchedSnapshot> sched_start_;  // this thread's, as training starts
-  std::unique_ptr<ArrivalBuffer> arrivals_;   // with more than one rank
-};
-
 void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   // With more ranks than cores the launcher says so; a lone process says it here.
   const int cores = available_cores();
@@ -174,6 +90,7 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   }
   stats_.optimizer_steps = start_point_.global_step;
   if (nothing_left()) return;
+  start_gpu(module);
   outputs_.make_folder();
   // Every rank starts from rank zero's parameters, as DDP's constructor broadcasts them.
   if (comm_.size() > 1) comm_.broadcast(std::as_writable_bytes(module.network().params()), 0);
@@ -183,7 +100,7 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   val_loader_ = std::make_unique<Loader>(*val_spec_.dataset, val_spec_.batch_size, val_spec_.num_workers);
   if (options_.profiler == Profiler::kTrace) start_trace();
   if (comm_.size() > 1) start_arrivals();
-  utilization_ = std::make_unique<UtilizationWatch>(options_);
+  utilization_ = std::make_unique<UtilizationWatch>(options_, gpu_ != nullptr);
   outputs_.start_logging();
 }
 
@@ -294,6 +211,7 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
 // bottom: fetch, forward and loss, the loss gradient, backward (communicating only on the
 // micro-batch that steps, as Lightning's no_sync), optimizer.
 bool Trainer::Run::train_epoch(LightningModule& module) {
+  if (gpu_) return train_epoch_on_gpu(module);
   std::vector<int64_t> order = epoch_order(train_spec_.dataset->size(), train_spec_.shuffle, options_.seed, epoch());
   if (comm_.size() > 1) order = shard_for_rank(order, comm_.size(), comm_.rank());
   const EpochPlan plan = plan_epoch(static_cast<int64_t>(order.size()), train_spec_.batch_size,
@@ -321,14 +239,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
     module.log_to(&train_metrics_, batch.size);
     const Loss loss = module.training_step(batch, i);
     check_training_loss(loss, batch);
-    if (!std::isfinite(loss.value())) {
-      // Adam's normalised steps are the usual cure for SGD's divergence; a run on Adam already has them.
-      const char* cure = optimizer_config_.kind == OptimizerKind::kSgd ? ", or use --optimizer adam" : "";
-      throw Error(ExitCode::kOther,
-                  fmt::format("training loss is {} at epoch {}, batch {}, optimizer step {}; stopping. Lower --lr "
-                              "or check the data for extreme values{}",
-                              loss.value(), epoch(), i, global_step(), cure));
-    }
+    if (!std::isfinite(loss.value())) throw_nonfinite_loss(loss.value(), i, global_step());
     stats_.final_train_loss = loss.value();
 
     clock_.enter(Phase::kBackward);
@@ -371,6 +282,14 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
   return true;
 }
 
+void Trainer::Run::throw_nonfinite_loss(double loss, int64_t batch, int64_t step) const {
+  // Adam's normalised steps are the usual cure for SGD's divergence; a run on Adam already has them.
+  const char* cure = optimizer_config_.kind == OptimizerKind::kSgd ? ", or use --optimizer adam" : "";
+  throw Error(ExitCode::kOther, fmt::format("training loss is {} at epoch {}, batch {}, optimizer step {}; stopping. "
+                                            "Lower --lr or check the data for extreme values{}",
+                                            loss, epoch(), batch, step, cure));
+}
+
 void Trainer::Run::log_training_metrics() {
   clock_.enter(Phase::kLogging);
   Metrics metrics = global_mean(train_metrics_.latest());
@@ -380,20 +299,24 @@ void Trainer::Run::log_training_metrics() {
 
 void Trainer::Run::validate(LightningModule& module) {
   clock_.enter(Phase::kValidation);
-  // Each rank validates every W-th sample without DistributedSampler's padding, so that
-  // the reduced sums give the exact mean over the validation set.
-  std::vector<int64_t> order = epoch_order(val_spec_.dataset->size(), false, options_.seed, epoch());
-  if (comm_.size() > 1) {
-    std::vector<int64_t> mine;
-    for (std::size_t i = comm_.rank(); i < order.size(); i += comm_.size()) mine.push_back(order[i]);
-    order = std::move(mine);
-  }
-  val_loader_->start_epoch(epoch(), std::move(order));
   val_metrics_.clear();
-  Batch batch;
-  while (val_loader_->next(batch)) {
-    module.log_to(&val_metrics_, batch.size);
-    module.validation_step(batch, batch.index);
+  if (gpu_) {
+    validate_on_gpu();
+  } else {
+    // Each rank validates every W-th sample without DistributedSampler's padding, so that
+    // the reduced sums give the exact mean over the validation set.
+    std::vector<int64_t> order = epoch_order(val_spec_.dataset->size(), false, options_.seed, epoch());
+    if (comm_.size() > 1) {
+      std::vector<int64_t> mine;
+      for (std::size_t i = comm_.rank(); i < order.size(); i += comm_.size()) mine.push_back(order[i]);
+      order = std::move(mine);
+    }
+    val_loader_->start_epoch(epoch(), std::move(order));
+    Batch batch;
+    while (val_loader_->next(batch)) {
+      module.log_to(&val_metrics_, batch.size);
+      module.validation_step(batch, batch.index);
+    }
   }
   const Metrics epoch_means = validation_means(comm_, val_metrics_.entries());
   for (const auto& [name, mean] : epoch_means) {
@@ -415,6 +338,7 @@ Metrics Trainer::Run::global_mean(const Metrics& local) {
 
 // The position after `next_batch` micro-batches of `epoch` (an epoch's end: the next epoch).
 void Trainer::Run::save_checkpoints(LightningModule& module, int64_t epoch, int64_t next_batch, bool periodic) {
+  if (gpu_) copy_gpu_to_host(module);
   const TrainingPosition at{epoch, next_batch, global_step(), comm_.size(), options_.seed};
   if (!shard_->sharded()) {
     outputs_.save_checkpoints(module.network(), *optimizer_, optimizer_config_.kind, at, periodic);
@@ -438,6 +362,7 @@ void Trainer::Run::stop_if_signalled(LightningModule& module, int64_t epoch, int
 }
 
 void Trainer::Run::finish(LightningModule& module) {
+  if (gpu_) copy_gpu_to_host(module);
   progress_.finish();
   if (stats_.final_train_loss) {
     stats_.final_train_loss = global_mean({{"train_loss", *stats_.final_train_loss}})[0].second;
@@ -451,6 +376,7 @@ void Trainer::Run::finish(LightningModule& module) {
                        : options_.strategy == Strategy::kAuto   ? Strategy::kSingle
                                                                 : options_.strategy;
   stats_.strategy = spelling(ran);
+  stats_.accelerator = gpu_ ? "cuda" : "cpu";
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
   // Counted while the loader, OpenMP and monitor threads of training still run; gathered after
   // the phases, so that no rank's phases include waiting at this collective.

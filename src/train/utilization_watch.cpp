@@ -7,11 +7,11 @@
 
 namespace ddp {
 
-UtilizationWatch::UtilizationWatch(const TrainerOptions& options) {
+UtilizationWatch::UtilizationWatch(const TrainerOptions& options, bool on_gpu) {
   if (options.monitor_interval_ms == 0) return;
   MonitorOptions monitor_options;
   monitor_options.interval_ms = options.monitor_interval_ms;
-  monitor_options.gpu = options.accelerator == Accelerator::kCuda;
+  monitor_options.gpu = on_gpu;
   if (options.monitor_mode == MonitorMode::kPerStep) {
     // The seed's habit in full: NVML is loaded, initialised and shut down in every step,
     // whether or not a GPU is there (without a driver the failed load is paid each time).

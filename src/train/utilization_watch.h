@@ -16,9 +16,9 @@ namespace ddp {
 
 class UtilizationWatch {
  public:
-  // After the rank is pinned: the monitor watches the cores this process may run on.
-  // --monitor-interval-ms 0 watches nothing.
-  explicit UtilizationWatch(const TrainerOptions& options);
+  // After the rank is pinned: the monitor watches the cores this process may run on, and
+  // with on_gpu the GPU through NVML. --monitor-interval-ms 0 watches nothing.
+  UtilizationWatch(const TrainerOptions& options, bool on_gpu);
   ~UtilizationWatch();
 
   // Per step with --monitor-mode per-step, else false.

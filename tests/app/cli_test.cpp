@@ -236,6 +236,22 @@ TEST(Cli, AcceleratorAutoWithoutAGpuTrainsOnCpuWithoutANote) {
   EXPECT_EQ(r.err.find("GPU available"), std::string::npos) << r.err;
 }
 
+// What the GPU engine does not train yet is refused on any machine, before a GPU is looked for.
+TEST(Cli, AcceleratorCudaRefusesWhatTheGpuEngineDoesNotTrainYet) {
+  expect_usage_error("--accelerator cuda --devices 2",
+                     "--accelerator cuda: training on 2 GPUs (NCCL between them) is not built yet in this version, "
+                     "only on one; use --devices 1, or --accelerator cpu for 2 CPU ranks",
+                     "cuda_two_devices");
+  expect_usage_error("--accelerator cuda --data teacher",
+                     "--accelerator cuda: the GPU engine trains the built-in regression task on --data random only",
+                     "cuda_teacher");
+  expect_usage_error("--accelerator cuda --precision bf16-mixed",
+                     "--accelerator cuda: --precision bf16-mixed is not built yet on GPUs; use 32-true or tf32",
+                     "cuda_bf16");
+  expect_usage_error("--accelerator cuda --strategy ddp_zero1",
+                     "--accelerator cuda: --strategy ddp_zero1 is not built yet on GPUs", "cuda_zero1");
+}
+
 TEST(Cli, PrecisionOtherThan32TrueIsRefusedOnCpuNamingWhatItNeeds) {
   expect_usage_error("--precision tf32",
                      "--precision tf32 needs --accelerator cuda (TF32 tensor cores); this run is on CPU", "tf32");

@@ -3,7 +3,8 @@
 // Lightning's 1/k, the host optimizers), over two shuffled epochs whose last step is shorter;
 // validation against the host's MSE over the dataset in order;
 // a captured CUDA graph replaying the eager kernels' bits; no device memory taken once every
-// step shape is captured; a NaN weight raising the loss's flag. Skipped where no GPU is visible.
+// step shape is captured; a resumed run making the uninterrupted one's bits; a NaN weight
+// making the losses non-finite. Skipped where no GPU is visible.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -58,24 +59,26 @@ GpuStepConfig config(const OptimizerConfig& optimizer, bool cuda_graph) {
 struct Trained {
   std::vector<float> params;
   std::vector<std::vector<float>> state;
-  std::vector<double> sum_squares;  // per epoch
+  std::vector<double> sum_squares;  // per micro-batch, the epochs one after the other
 };
+
+// Epochs first .. first + epochs - 1 on gpu, each of epoch_steps().
+void run_epochs(GpuTrainStep& gpu, int first, int epochs, Trained& out) {
+  const auto plan = epoch_steps();
+  const auto steps = static_cast<int64_t>(plan.size());
+  for (int epoch = first; epoch < first + epochs; ++epoch) {
+    gpu.start_epoch(epoch, epoch_order(kSamples, true, kSeed, epoch), epoch * steps, steps);
+    for (const auto& sizes : plan) gpu.step(sizes);
+    for (const double sum : gpu.epoch_sum_squares()) out.sum_squares.push_back(sum);
+  }
+  out.params = gpu.params();
+  out.state = gpu.optimizer_state();
+}
 
 Trained train_on_gpu(const OptimizerConfig& optimizer, bool cuda_graph, int epochs) {
   GpuTrainStep gpu(config(optimizer, cuda_graph), initial_params());
   Trained out;
-  int64_t steps = 0;
-  for (int epoch = 0; epoch < epochs; ++epoch) {
-    const auto plan = epoch_steps();
-    gpu.start_epoch(epoch, epoch_order(kSamples, true, kSeed, epoch), steps, static_cast<int64_t>(plan.size()));
-    for (const auto& sizes : plan) gpu.step(sizes);
-    steps += static_cast<int64_t>(plan.size());
-    const GpuLossTotals losses = gpu.take_losses();
-    EXPECT_FALSE(losses.nonfinite);
-    out.sum_squares.push_back(losses.sum_squares);
-  }
-  out.params = gpu.params();
-  out.state = gpu.optimizer_state();
+  run_epochs(gpu, 0, epochs, out);
   return out;
 }
 
@@ -92,21 +95,19 @@ Trained train_on_host(const OptimizerConfig& optimizer, int epochs) {
   for (int epoch = 0; epoch < epochs; ++epoch) {
     const std::vector<int64_t> order = epoch_order(kSamples, true, kSeed, epoch);
     int64_t start = 0;
-    double sum_squares = 0;
     for (const auto& sizes : epoch_steps()) {
       mlp.zero_grads();
       for (const int64_t b : sizes) {
         data.fill(epoch, std::span<const int64_t>(order).subspan(start, b), x.data(), y.data());
         start += b;
         const float* pred = mlp.forward(x.data(), b, work);
-        sum_squares += mse_loss(Place::kHost, pred, y.data(), b, kShape.output_dim) * b * kShape.output_dim;
+        out.sum_squares.push_back(mse_loss(Place::kHost, pred, y.data(), b, kShape.output_dim) * b * kShape.output_dim);
         mse_loss_gradient(Place::kHost, pred, y.data(), work.output_gradient(), b, kShape.output_dim,
                           1.0f / kAccumulate);
         mlp.backward(x.data(), b, work);
       }
       opt->step(mlp.params(), mlp.grads());
     }
-    out.sum_squares.push_back(sum_squares);
   }
   out.params.assign(mlp.params().begin(), mlp.params().end());
   for (const auto& [name, buffer] : opt->state()) out.state.emplace_back(buffer.begin(), buffer.end());
@@ -129,8 +130,9 @@ void expect_like_host(const OptimizerConfig& optimizer) {
   expect_close(gpu.params, host.params, 1e-5, "params");
   ASSERT_EQ(gpu.state.size(), host.state.size());
   for (std::size_t i = 0; i < gpu.state.size(); ++i) expect_close(gpu.state[i], host.state[i], 1e-5, "state");
-  for (std::size_t e = 0; e < host.sum_squares.size(); ++e) {
-    EXPECT_NEAR(gpu.sum_squares[e], host.sum_squares[e], 1e-6 * host.sum_squares[e]) << "epoch " << e;
+  ASSERT_EQ(gpu.sum_squares.size(), host.sum_squares.size());
+  for (std::size_t i = 0; i < host.sum_squares.size(); ++i) {
+    EXPECT_NEAR(gpu.sum_squares[i], host.sum_squares[i], 1e-6 * host.sum_squares[i]) << "micro-batch " << i;
   }
 }
 
@@ -155,8 +157,29 @@ TEST(GpuTrainStep, TheCapturedGraphMakesTheEagerKernelsBits) {
   for (std::size_t i = 0; i < graph.params.size(); ++i) {
     ASSERT_EQ(testing::float_bits(graph.params[i]), testing::float_bits(eager.params[i])) << "params[" << i << "]";
   }
-  for (std::size_t e = 0; e < eager.sum_squares.size(); ++e) {  // summed by atomics, in any order
-    EXPECT_NEAR(graph.sum_squares[e], eager.sum_squares[e], 1e-12 * eager.sum_squares[e]);
+  ASSERT_EQ(graph.sum_squares.size(), eager.sum_squares.size());
+  for (std::size_t i = 0; i < eager.sum_squares.size(); ++i) {  // summed by atomics, in any order
+    EXPECT_NEAR(graph.sum_squares[i], eager.sum_squares[i], 1e-12 * eager.sum_squares[i]);
+  }
+}
+
+// A run stopped after an epoch and resumed from its parameters and optimizer state (as a
+// checkpoint holds them) makes the uninterrupted run's bits.
+TEST(GpuTrainStep, AResumedRunMakesTheUninterruptedRunsBits) {
+  DDP_REQUIRE_GPU();
+  const OptimizerConfig adam{.kind = OptimizerKind::kAdam, .lr = 1e-3};
+  const Trained whole = train_on_gpu(adam, true, 2), first = train_on_gpu(adam, true, 1);
+  GpuTrainStep resumed_gpu(config(adam, true), first.params);
+  resumed_gpu.load_optimizer_state({first.state.begin(), first.state.end()});
+  Trained resumed;
+  run_epochs(resumed_gpu, 1, 1, resumed);
+  for (std::size_t i = 0; i < whole.params.size(); ++i) {
+    ASSERT_EQ(testing::float_bits(resumed.params[i]), testing::float_bits(whole.params[i])) << "params[" << i << "]";
+  }
+  ASSERT_EQ(resumed.state.size(), 2U);
+  for (std::size_t i = 0; i < whole.state[1].size(); ++i) {
+    ASSERT_EQ(testing::float_bits(resumed.state[1][i]), testing::float_bits(whole.state[1][i]))
+        << "exp_avg_sq[" << i << "]";
   }
 }
 
@@ -168,7 +191,7 @@ TEST(GpuTrainStep, TakesNoDeviceMemoryOnceEveryStepShapeIsCaptured) {
   for (int epoch = 0; epoch < 4; ++epoch) {
     gpu.start_epoch(epoch, epoch_order(kSamples, true, kSeed, epoch), epoch * 5, static_cast<int64_t>(plan.size()));
     for (const auto& sizes : plan) gpu.step(sizes);
-    gpu.take_losses();
+    gpu.epoch_sum_squares();
     ASSERT_EQ(cudaMemGetInfo(&free_after[epoch], &total), cudaSuccess);
   }
   EXPECT_EQ(gpu.graphs_captured(), 2);  // 3 x 16, and the epoch's last 1 x 8
@@ -204,14 +227,16 @@ TEST(GpuTrainStep, ValidationIsTheHostsMseOverTheDatasetInOrder) {
   }
 }
 
-TEST(GpuTrainStep, ANanWeightRaisesTheLossFlag) {
+TEST(GpuTrainStep, ANanWeightMakesTheMicroBatchesLossNonFinite) {
   DDP_REQUIRE_GPU();
   std::vector<float> params = initial_params();
   params[3] = std::numeric_limits<float>::quiet_NaN();  // a first-layer weight
   GpuTrainStep gpu(config({.kind = OptimizerKind::kSgd, .lr = 0.01}, true), params);
   gpu.start_epoch(0, epoch_order(kSamples, true, kSeed, 0), 0, 5);
   gpu.step(epoch_steps().front());
-  EXPECT_TRUE(gpu.take_losses().nonfinite);
+  const std::vector<double> sums = gpu.epoch_sum_squares();
+  ASSERT_EQ(sums.size(), 3U);
+  for (const double sum : sums) EXPECT_FALSE(std::isfinite(sum));
 }
 
 }  // namespace

@@ -257,6 +257,25 @@ TEST(Trainer, ATrainingStepWhoseLossHasNoGradientIsRefused) {
   EXPECT_TRUE(std::equal(before.begin(), before.end(), model.network().params().begin()));
 }
 
+// The GPU engine trains the built-in regression task only: a module of the program's own
+// (here a subclass, whose steps are its own) is refused on any machine, GPU or not.
+TEST(Trainer, ACustomModuleOnCudaIsRefusedBeforeTraining) {
+  Config c = small_config("custom_on_cuda");
+  c.trainer.accelerator = Accelerator::kCuda;
+  RegressionDataModule data(c);
+  NumberOnlyModel model(c);
+  Trainer trainer(c.trainer, join_world(c.trainer));
+  try {
+    trainer.fit(model, data);
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--accelerator cuda: the GPU engine trains the built-in regression task", 0),
+              0U)
+        << e.what();
+  }
+  EXPECT_EQ(trainer.global_step(), 0);
+}
+
 TEST(Trainer, OneDeviceWithoutMpirunTrainsAloneAndLaunchesNothing) {
   TrainerOptions options;
   options.devices = 1;

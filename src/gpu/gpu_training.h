@@ -1,0 +1,57 @@
+#pragma once
+// The Trainer's GPU (issue 12): the seed's step on one device (gpu/train_step_gpu.h) behind a
+// header without CUDA's types, so that the Trainer builds alike with and without CUDA. The
+// host keeps its Mlp and Optimizer as the checkpoints' copy: they are uploaded once and read
+// back only where the Trainer writes them (checkpoints, the run's end). A build without CUDA
+// has nothing to construct: check_accelerator refuses such a run before it starts.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ddpscope/layer_layout.h"
+#include "ddpscope/optimizer.h"
+#include "ddpscope/option_enums.h"
+
+namespace ddp {
+
+class GpuTrainStep;
+
+struct GpuTrainingSpec {
+  MlpShape shape;
+  OptimizerConfig optimizer;
+  Precision precision = Precision::k32True;  // 32-true or tf32
+  bool cuda_graph = true;
+  int64_t batch_size = 0;
+  int64_t accumulate = 1;
+  uint64_t data_key = 0;        // the random dataset's (data/random_dataset.h)
+  int64_t dataset_size = 0;     // an epoch's samples on one rank, and the validation set's
+  int64_t max_epoch_steps = 0;  // the optimizer steps of the longest epoch
+};
+
+class GpuTraining {
+ public:
+  // Uploads params and the optimizer's state (a fresh one's zeros, or a resumed one's).
+  GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer);
+  GpuTraining(const GpuTraining&) = delete;
+  GpuTraining& operator=(const GpuTraining&) = delete;
+  ~GpuTraining();
+
+  // As GpuTrainStep's: an epoch's order from its first micro-batch not yet trained, then its
+  // steps (enqueued only), then each micro-batch's sum of squared errors (waits).
+  void start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before, int64_t steps);
+  void step(std::span<const int64_t> micro_batch_sizes);
+  std::vector<double> epoch_sum_squares() const;
+
+  // The validation set's sum of squared errors, in order with epoch's data (waits).
+  double validation_sum_squares(int64_t epoch);
+
+  // The device's parameters and optimizer state into the host's (waits).
+  void copy_to_host(std::span<float> params, Optimizer& optimizer) const;
+
+ private:
+  std::unique_ptr<GpuTrainStep> step_;
+  int64_t dataset_size_;
+};
+
+}  // namespace ddp

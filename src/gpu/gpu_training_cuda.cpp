@@ -1,0 +1,57 @@
+#include <algorithm>
+
+#include "ddpscope/error.h"
+#include "gpu/gpu_training.h"
+#include "gpu/train_step_gpu.h"
+
+namespace ddp {
+namespace {
+
+GpuStepConfig step_config(const GpuTrainingSpec& spec) {
+  DDP_CHECK(spec.precision != Precision::kBf16Mixed, "bf16-mixed is refused before a GPU run starts");
+  return {.shape = spec.shape,
+          .optimizer = spec.optimizer,
+          .math = spec.precision == Precision::kTf32 ? LtMath::kTf32 : LtMath::kFp32,
+          .batch_size = spec.batch_size,
+          .accumulate = spec.accumulate,
+          .data_key = spec.data_key,
+          .max_epoch_samples = spec.dataset_size,
+          .max_epoch_steps = spec.max_epoch_steps,
+          .cuda_graph = spec.cuda_graph};
+}
+
+}  // namespace
+
+GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer)
+    : step_(std::make_unique<GpuTrainStep>(step_config(spec), params)), dataset_size_(spec.dataset_size) {
+  std::vector<std::span<const float>> state;
+  for (const auto& [name, buffer] : optimizer.state()) state.emplace_back(buffer);
+  step_->load_optimizer_state(state);
+}
+
+GpuTraining::~GpuTraining() = default;
+
+void GpuTraining::start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before, int64_t steps) {
+  step_->start_epoch(epoch, order, steps_before, steps);
+}
+
+void GpuTraining::step(std::span<const int64_t> micro_batch_sizes) { step_->step(micro_batch_sizes); }
+
+std::vector<double> GpuTraining::epoch_sum_squares() const { return step_->epoch_sum_squares(); }
+
+double GpuTraining::validation_sum_squares(int64_t epoch) { return step_->validate(epoch, dataset_size_).sum_squares; }
+
+void GpuTraining::copy_to_host(std::span<float> params, Optimizer& optimizer) const {
+  const std::vector<float> device_params = step_->params();
+  DDP_CHECK_EQ(device_params.size(), params.size());
+  std::copy(device_params.begin(), device_params.end(), params.begin());
+  const std::vector<std::vector<float>> device_state = step_->optimizer_state();
+  const auto host_state = optimizer.state();
+  DDP_CHECK_EQ(device_state.size(), host_state.size());
+  for (std::size_t i = 0; i < host_state.size(); ++i) {
+    DDP_CHECK_EQ(device_state[i].size(), host_state[i].second.size());
+    std::copy(device_state[i].begin(), device_state[i].end(), host_state[i].second.begin());
+  }
+}
+
+}  // namespace ddp

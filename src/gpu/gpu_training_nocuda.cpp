@@ -1,0 +1,22 @@
+// A build without CUDA: check_accelerator refuses every GPU run (saying how to get a CUDA
+// build) before a Trainer could construct one, so reaching here is our own bug.
+#include "ddpscope/error.h"
+#include "gpu/gpu_training.h"
+
+namespace ddp {
+
+class GpuTrainStep {};
+
+GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> /*params*/, Optimizer& /*optimizer*/)
+    : dataset_size_(spec.dataset_size) {
+  DDP_CHECK(false, "a GPU run in a build without CUDA: check_accelerator refuses it first");
+}
+
+GpuTraining::~GpuTraining() = default;
+void GpuTraining::start_epoch(int64_t, std::span<const int64_t>, int64_t, int64_t) {}
+void GpuTraining::step(std::span<const int64_t>) {}
+std::vector<double> GpuTraining::epoch_sum_squares() const { return {}; }
+double GpuTraining::validation_sum_squares(int64_t) { return 0; }
+void GpuTraining::copy_to_host(std::span<float>, Optimizer&) const {}
+
+}  // namespace ddp

@@ -1,0 +1,133 @@
+// The Trainer's loop on one GPU (issue 12): the epochs, steps, logging, checkpoints and stops
+// of trainer.cpp's CPU loop, with each optimizer step one GpuTraining::step (a CUDA graph's
+// launch, enqueued only) and the losses read from the device only where the host needs them:
+// at logging steps, before a checkpoint and at each epoch's end. Until CUDA events split a
+// step into its phases, the host's time in the steps (launching them, and waiting for the
+// device where it reads) is the phase "other".
+#include <algorithm>
+#include <cmath>
+#include <typeinfo>
+#include <utility>
+
+#include "data/random_dataset.h"
+#include "data/sampler.h"
+#include "ddpscope/error.h"
+#include "train/accelerator_check.h"
+#include "train/regression_task.h"
+#include "train/trainer_run.h"
+
+namespace ddp {
+
+// Decides where the run trains (accelerator_check.h) and, on a GPU, uploads the parameters
+// and the optimizer's state, restored or fresh. The GPU makes the random dataset's samples
+// itself, for training and validation (the same dataset, as the seed's data module has it).
+void Trainer::Run::start_gpu(LightningModule& module) {
+  const auto* random = dynamic_cast<const RandomDataset*>(train_spec_.dataset.get());
+  const bool regression_on_random_data = typeid(module) == typeid(RegressionModel) && random != nullptr &&
+                                         val_spec_.dataset == train_spec_.dataset &&
+                                         val_spec_.batch_size == train_spec_.batch_size;
+  TrainerOptions this_world = options_;  // its devices are the ranks it has
+  this_world.devices = comm_.size();
+  this_world.num_nodes = 1;
+  if (!trains_on_gpu(this_world, regression_on_random_data)) return;
+  const GpuTrainingSpec spec{.shape = module.network().shape(),
+                             .optimizer = optimizer_config_,
+                             .precision = options_.precision,
+                             .cuda_graph = !options_.no_cuda_graph,
+                             .batch_size = train_spec_.batch_size,
+                             .accumulate = options_.accumulate_grad_batches,
+                             .data_key = random->key(),
+                             .dataset_size = random->size(),
+                             .max_epoch_steps = rank_epoch_plan().optimizer_steps};
+  gpu_ = std::make_unique<GpuTraining>(spec, module.network().params(), *optimizer_);
+}
+
+bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
+  const int64_t samples = train_spec_.dataset->size();
+  std::vector<int64_t> order = epoch_order(samples, train_spec_.shuffle, options_.seed, epoch());
+  const EpochPlan plan = rank_epoch_plan();
+  const std::vector<std::vector<int64_t>> steps =
+      step_micro_batch_sizes(samples, train_spec_.batch_size, plan, options_.accumulate_grad_batches);
+  // A resumed epoch skips the steps its checkpoint had done (checkpoints are at step ends).
+  const int64_t skip = std::min(std::exchange(start_point_.next_batch, 0), plan.micro_batches);
+  std::size_t step = 0;
+  for (int64_t done = 0; done < skip; ++step) {
+    done += static_cast<int64_t>(steps[step].size());
+    DDP_CHECK_LE(done, skip, "a checkpoint inside an optimizer step");
+  }
+  order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * train_spec_.batch_size, order.size()));
+  gpu_epoch_ = {.first_batch = skip, .micro_batches = plan.micro_batches, .steps_before = global_step(), .checked = 0};
+  gpu_->start_epoch(epoch(), order, global_step(), static_cast<int64_t>(steps.size() - step));
+
+  int64_t next_batch = skip;
+  for (; step < steps.size(); ++step) {
+    const std::vector<int64_t>& sizes = steps[step];
+    if (utilization_->probes_every_step()) {  // the seed's habit, once per micro-batch as on CPU
+      clock_.enter(Phase::kMonitor);
+      for (std::size_t j = 0; j < sizes.size(); ++j) utilization_->probe();
+    }
+    clock_.enter(Phase::kOther);
+    gpu_->step(sizes);
+    next_batch += static_cast<int64_t>(sizes.size());
+    for (const int64_t size : sizes) stats_.train_samples += size;
+    stats_.optimizer_steps = ++start_point_.global_step;
+    ++stats_.optimizer_steps_run;
+    if (global_step() % options_.log_every_n_steps == 0) {
+      read_gpu_losses();
+      log_training_metrics();
+    }
+    if (options_.max_steps > 0 && global_step() >= options_.max_steps) {
+      read_gpu_losses();
+      return false;
+    }
+    if (step + 1 < steps.size()) stop_if_signalled(module, epoch(), next_batch);
+  }
+  read_gpu_losses();
+  return true;
+}
+
+// The micro-batches' losses since the last read, each checked as the CPU's loop checks its
+// own (same message) and logged as the CPU's training_step logs it: the latest is train_loss.
+void Trainer::Run::read_gpu_losses() {
+  const std::vector<double> sums = gpu_->epoch_sum_squares();
+  const int64_t samples = train_spec_.dataset->size(), batch_size = train_spec_.batch_size;
+  const int64_t outputs = train_spec_.dataset->output_dim();
+  double loss = 0;
+  for (int64_t j = gpu_epoch_.checked; j < static_cast<int64_t>(sums.size()); ++j) {
+    const int64_t batch = gpu_epoch_.first_batch + j;
+    const int64_t rows = std::min(batch_size, samples - batch * batch_size);
+    loss = sums[static_cast<std::size_t>(j)] / static_cast<double>(rows * outputs);
+    if (!std::isfinite(loss)) {
+      throw_nonfinite_loss(loss, batch, gpu_epoch_.steps_before + j / options_.accumulate_grad_batches);
+    }
+    train_metrics_.record("train_loss", loss, rows);
+    stats_.final_train_loss = loss;
+  }
+  if (gpu_epoch_.checked == static_cast<int64_t>(sums.size())) return;
+  gpu_epoch_.checked = static_cast<int64_t>(sums.size());
+  if (progress_.enabled()) {
+    clock_.enter(Phase::kLogging);
+    const int64_t done = gpu_epoch_.first_batch + gpu_epoch_.checked;
+    progress_.update(epoch(), options_.max_epochs, done, gpu_epoch_.micro_batches, loss,
+                     /*force=*/done == gpu_epoch_.micro_batches);
+  }
+}
+
+// What validation_step logs over the whole set, as sums weighted by batch size: a batch's
+// val_loss (its squared errors over rows x outputs) times its rows adds its squared errors
+// over outputs.
+void Trainer::Run::validate_on_gpu() {
+  const double sum_squares = gpu_->validation_sum_squares(epoch());
+  val_metrics_.add_sums("val_loss", sum_squares / static_cast<double>(val_spec_.dataset->output_dim()),
+                        static_cast<double>(val_spec_.dataset->size()));
+}
+
+// Before the host writes its parameters (a checkpoint, final.safetensors): the losses not yet
+// read are checked first, so that a diverged run stops with its message, not a checkpoint.
+void Trainer::Run::copy_gpu_to_host(LightningModule& module) {
+  read_gpu_losses();
+  gpu_->copy_to_host(module.network().params(), *optimizer_);
+  optimizer_->set_steps(global_step());
+}
+
+}  // namespace ddp

@@ -55,7 +55,10 @@ bool MpirunOutput::is_open_mpi_line(const std::string& text) {
 
 void MpirunOutput::line(const std::string& text) {
   if (!rank_failure_) rank_failure_ = rank_failure_in(text);
-  if (is_open_mpi_line(text) && !show_open_mpi_) {
+  // A rank's own message is passed even when it arrives inside one of mpirun's help blocks
+  // (the ranks' output reaches mpirun on its own path, interleaved with what it prints).
+  const bool ours = text.starts_with("ddpscope: ");
+  if (!ours && is_open_mpi_line(text) && !show_open_mpi_) {
     ++hidden_lines_;
     return;
   }

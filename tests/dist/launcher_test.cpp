@@ -10,6 +10,7 @@
 
 #include "ddpscope/error.h"
 #include "dist/mpi_communicator.h"
+#include "dist/mpirun_output.h"
 
 namespace ddp {
 namespace {
@@ -41,6 +42,32 @@ TEST(CheckWorld, SaysWhatTheWorldIsAndWhatWasAsked) {
 }
 
 // Children of the relaunch tests below: this executable again, under mpirun.
+// The relay of mpirun's stderr passes the ranks' lines and holds Open MPI's back, even where
+// a rank's message arrives inside one of mpirun's help blocks, split across reads.
+TEST(MpirunOutput, PassesTheRanksLinesAndHidesOpenMpisOwn) {
+  const std::string dashes(74, '-');
+  const std::string stop =
+      "ddpscope: error: stopped by SIGINT at epoch 1, optimizer step 9; the checkpoint x holds it\n";
+  const std::string text = "Epoch 1/3\n" + dashes + "\nmpirun detected that one or more processes exited with\n" +
+                           stop + "non-zero status, thus causing the job to be terminated.\n" + dashes +
+                           "\n[vm:123] a daemon's log\nPrimary job  terminated normally\nlast line, unterminated";
+  MpirunOutput output(/*show_open_mpi=*/false);
+  ::testing::internal::CaptureStderr();
+  const std::size_t half = text.find("SIGINT");
+  output.feed(text.data(), half);
+  output.feed(text.data() + half, text.size() - half);
+  output.flush();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "Epoch 1/3\n" + stop + "last line, unterminated");
+  EXPECT_EQ(output.hidden_lines(), 6U);
+  EXPECT_FALSE(output.rank_failure());
+}
+
+TEST(MpirunOutput, NamesTheRankThatWasKilled) {
+  EXPECT_EQ(rank_failure_in("mpirun noticed that process rank 1 with PID 123 on node vm exited on signal 9 (Killed)."),
+            "rank 1 (on vm) was killed by signal 9 (Killed); mpirun stopped the other ranks");
+  EXPECT_EQ(rank_failure_in("Epoch 1/3"), std::nullopt);
+}
+
 TEST(LauncherChild, DISABLED_AllreduceAndFinish) {
   auto comm = make_mpi_communicator();
   std::vector<float> x(10, 1.0f);

@@ -31,13 +31,6 @@ void refuse_gpu_options_on_cpu(const TrainerOptions& options, const std::string&
   }
 }
 
-// The cuda run's device, or UsageError saying why there is none.
-void require_a_gpu(const VisibleGpus& gpus) {
-  if (!gpus.devices.empty()) return;
-  throw UsageError(gpu_build().with_cuda ? "--accelerator cuda: no CUDA device was found: " + gpus.none_reason
-                                         : "--accelerator cuda: " + gpus.none_reason);
-}
-
 }  // namespace
 
 std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_random_data) {
@@ -67,12 +60,12 @@ void check_accelerator(const Config& config) {
     refuse_gpu_options_on_cpu(options, "this run is on CPU (--accelerator cpu)");
     return;
   }
-  const std::string lacks = gpu_engine_lacks(options, config.data.data == "random");
+  const bool regression_on_random_data = config.data.data == "random";
   if (options.accelerator == Accelerator::kCuda) {
-    if (!lacks.empty()) throw UsageError("--accelerator cuda: " + lacks);
-    require_a_gpu(visible_gpus());
+    trains_on_gpu(options, regression_on_random_data);  // or refuses, saying why
     return;
   }
+  const std::string lacks = gpu_engine_lacks(options, regression_on_random_data);
   const VisibleGpus gpus = visible_gpus();
   if (gpus.devices.empty()) {
     refuse_gpu_options_on_cpu(options, "--accelerator auto found no GPU and trains on CPU");
@@ -99,12 +92,14 @@ void check_accelerator(const Config& config) {
 bool trains_on_gpu(const TrainerOptions& options, bool regression_on_random_data) {
   if (options.accelerator == Accelerator::kCpu) return false;
   const std::string lacks = gpu_engine_lacks(options, regression_on_random_data);
-  if (options.accelerator == Accelerator::kCuda) {
-    if (!lacks.empty()) throw UsageError("--accelerator cuda: " + lacks);
-    require_a_gpu(visible_gpus());
-    return true;
+  if (options.accelerator == Accelerator::kAuto) return lacks.empty() && !visible_gpus().devices.empty();
+  if (!lacks.empty()) throw UsageError("--accelerator cuda: " + lacks);
+  const VisibleGpus gpus = visible_gpus();
+  if (gpus.devices.empty()) {
+    throw UsageError(gpu_build().with_cuda ? "--accelerator cuda: no CUDA device was found: " + gpus.none_reason
+                                           : "--accelerator cuda: " + gpus.none_reason);
   }
-  return lacks.empty() && !visible_gpus().devices.empty();
+  return true;
 }
 
 }  // namespace ddp

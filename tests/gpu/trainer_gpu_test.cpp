@@ -31,9 +31,8 @@ const std::string kRun =
     " train --dataset-size 1000 --batch-size 64 --accumulate-grad-batches 3 --hidden-size 64 --max-epochs 3"
     " --log-every-n-steps 1 --progress-bar off --logger csv";
 
-fs::path run_folder(const fs::path& dir, const std::string& version) {
-  return dir / "ddpscope_logs" / ("version_" + version);
-}
+// A named --version is the run folder's name itself, as Lightning's.
+fs::path run_folder(const fs::path& dir, const std::string& version) { return dir / "ddpscope_logs" / version; }
 
 testing::CommandResult train(const fs::path& dir, const std::string& version, const std::string& args) {
   return run_command(testing::ddpscope_binary() + kRun + " --version " + version + " " + args, dir);
@@ -137,14 +136,14 @@ TEST(TrainerGpu, AutoTrainsOnTheGpuAndSaysSo) {
   std::string reason;
   const GpuDevice& gpu = *testing::first_gpu(reason);
   const fs::path dir = fresh_dir("trainer_gpu_auto");
-  const auto r = train(dir, "0", "--accelerator auto");
+  const auto r = train(dir, "auto", "--accelerator auto");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("GPU available: " + gpu.name), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("; using cuda"), std::string::npos) << r.err;
-  const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, "0") / "summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, "auto") / "summary.json"));
   EXPECT_EQ(summary["accelerator"], "cuda");
   // Two ranks are issue 13's: auto trains them on CPU, saying why.
-  const auto two = train(dir, "1", "--accelerator auto --devices 2 --max-epochs 1");
+  const auto two = train(dir, "two", "--accelerator auto --devices 2 --max-epochs 1");
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_NE(two.err.find("training on 2 GPUs (NCCL between them) is not built yet"), std::string::npos) << two.err;
   EXPECT_NE(two.err.find("; using cpu"), std::string::npos) << two.err;

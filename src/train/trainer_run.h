@@ -52,7 +52,8 @@ class Trainer::Run {
   bool train_epoch(LightningModule& module);
   void validate(LightningModule& module);
   [[noreturn]] void throw_nonfinite_loss(double loss, int64_t batch, int64_t step) const;
-  // The same on a GPU (trainer_gpu.cpp); validate_on_gpu fills val_metrics_ as the steps do.
+  // The same on a GPU (trainer_gpu.cpp); validate_on_gpu fills val_metrics_ as validation_step's
+  // logging does on CPU.
   void start_gpu(LightningModule& module);
   bool train_epoch_on_gpu(LightningModule& module);
   void read_gpu_losses();

@@ -40,7 +40,7 @@ class GpuTraining {
   // As GpuTrainStep's: an epoch's order from its first micro-batch not yet trained, then its
   // steps (enqueued only), then each micro-batch's sum of squared errors (waits).
   void start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before, int64_t steps);
-  void step(std::span<const int64_t> micro_batch_sizes);
+  void step(const std::vector<int64_t>& micro_batch_sizes);
   std::vector<double> epoch_sum_squares() const;
 
   // The validation set's sum of squared errors, in order with epoch's data (waits).

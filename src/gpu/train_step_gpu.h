@@ -60,8 +60,9 @@ class GpuTrainStep {
   void start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before, int64_t steps_in_epoch);
 
   // One optimizer step over the epoch's next micro-batches, of these sizes (accumulate of
-  // them, or fewer on the epoch's last step; each at most batch_size). Enqueues only.
-  void step(std::span<const int64_t> micro_batch_sizes);
+  // them, or fewer on the epoch's last step; each at most batch_size). Enqueues only; the
+  // sizes are the key of the step's graph, so a vector: nothing is copied per step.
+  void step(const std::vector<int64_t>& micro_batch_sizes);
 
   // Waits for the device; the sum of (pred - target)^2 of each micro-batch the epoch has
   // taken since start_epoch, in order. A non-finite difference makes its sum non-finite.

@@ -87,8 +87,7 @@ void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, in
   micro_batches_taken_ = steps_taken_ = 0;
 }
 
-void GpuTrainStep::step(std::span<const int64_t> micro_batch_sizes) {
-  const std::vector<int64_t> sizes(micro_batch_sizes.begin(), micro_batch_sizes.end());
+void GpuTrainStep::step(const std::vector<int64_t>& sizes) {
   DDP_CHECK(!sizes.empty() && static_cast<int64_t>(sizes.size()) <= config_.accumulate,
             "a step of 1 to accumulate micro-batches");
   for (const int64_t size : sizes)

@@ -217,9 +217,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
   const EpochPlan plan = plan_epoch(static_cast<int64_t>(order.size()), train_spec_.batch_size,
                                     {options_.limit_train_batches, options_.limit_train_batches_is_count},
                                     options_.accumulate_grad_batches);
-  // A resumed epoch skips the micro-batches its checkpoint had done.
-  const int64_t skip = std::min(std::exchange(start_point_.next_batch, 0), plan.micro_batches);
-  order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * train_spec_.batch_size, order.size()));
+  const int64_t skip = skip_trained(order, plan);
   train_loader_->start_epoch(epoch(), std::move(order), plan.micro_batches - skip);
 
   Mlp& net = module.network();
@@ -280,6 +278,14 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
     }
   }
   return true;
+}
+
+// A resumed epoch skips the micro-batches its checkpoint had done: takes them off the front
+// of the epoch's order and returns how many.
+int64_t Trainer::Run::skip_trained(std::vector<int64_t>& order, const EpochPlan& plan) {
+  const int64_t skip = std::min(std::exchange(start_point_.next_batch, 0), plan.micro_batches);
+  order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * train_spec_.batch_size, order.size()));
+  return skip;
 }
 
 void Trainer::Run::throw_nonfinite_loss(double loss, int64_t batch, int64_t step) const {

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <typeinfo>
-#include <utility>
 
 #include "data/random_dataset.h"
 #include "data/sampler.h"
@@ -49,13 +48,12 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
   const std::vector<std::vector<int64_t>> steps =
       step_micro_batch_sizes(samples, train_spec_.batch_size, plan, options_.accumulate_grad_batches);
   // A resumed epoch skips the steps its checkpoint had done (checkpoints are at step ends).
-  const int64_t skip = std::min(std::exchange(start_point_.next_batch, 0), plan.micro_batches);
+  const int64_t skip = skip_trained(order, plan);
   std::size_t step = 0;
   for (int64_t done = 0; done < skip; ++step) {
     done += static_cast<int64_t>(steps[step].size());
     DDP_CHECK_LE(done, skip, "a checkpoint inside an optimizer step");
   }
-  order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * train_spec_.batch_size, order.size()));
   gpu_epoch_ = {.first_batch = skip, .micro_batches = plan.micro_batches, .steps_before = global_step(), .checked = 0};
   gpu_->start_epoch(epoch(), order, global_step(), static_cast<int64_t>(steps.size() - step));
 

@@ -51,6 +51,7 @@ class Trainer::Run {
   // Returns false when max_steps ended training inside the epoch.
   bool train_epoch(LightningModule& module);
   void validate(LightningModule& module);
+  int64_t skip_trained(std::vector<int64_t>& order, const EpochPlan& plan);
   [[noreturn]] void throw_nonfinite_loss(double loss, int64_t batch, int64_t step) const;
   // The same on a GPU (trainer_gpu.cpp); validate_on_gpu fills val_metrics_ as validation_step's
   // logging does on CPU.

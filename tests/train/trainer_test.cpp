@@ -216,18 +216,24 @@ TEST(Trainer, TeacherTrainingHalvesValidationLossWithinThirtyEpochs) {
       << "first " << val_losses.front() << " last " << val_losses.back();
 }
 
+// The message of the UsageError that fit() throws; "(no error)" when it throws none.
+std::string fit_usage_error(Trainer& trainer, LightningModule& model, LightningDataModule& data) {
+  try {
+    trainer.fit(model, data);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 TEST(Trainer, DataWithTheWrongShapeForTheModelIsRefused) {
   Config c = small_config("shape");
   RegressionDataModule data(c);
   c.model.input_dim = 5;
   RegressionModel model(c);
   Trainer trainer(c.trainer, join_world(c.trainer));
-  try {
-    trainer.fit(model, data);
-    FAIL() << "expected a UsageError";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--input-dim 5"), std::string::npos) << e.what();
-  }
+  const std::string error = fit_usage_error(trainer, model, data);
+  EXPECT_NE(error.find("--input-dim 5"), std::string::npos) << error;
 }
 
 // A training step must hand backward its gradient: a bare number is refused, by name.
@@ -245,14 +251,9 @@ TEST(Trainer, ATrainingStepWhoseLossHasNoGradientIsRefused) {
   NumberOnlyModel model(c);
   const std::vector<float> before(model.network().params().begin(), model.network().params().end());
   Trainer trainer(c.trainer, join_world(c.trainer));
-  try {
-    trainer.fit(model, data);
-    FAIL() << "expected a UsageError";
-  } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "training_step returned a Loss without a gradient; return the Loss that mse_loss() gives, which "
-              "backward starts from");
-  }
+  EXPECT_EQ(fit_usage_error(trainer, model, data),
+            "training_step returned a Loss without a gradient; return the Loss that mse_loss() gives, which "
+            "backward starts from");
   EXPECT_EQ(trainer.global_step(), 0);
   EXPECT_TRUE(std::equal(before.begin(), before.end(), model.network().params().begin()));
 }
@@ -265,14 +266,8 @@ TEST(Trainer, ACustomModuleOnCudaIsRefusedBeforeTraining) {
   RegressionDataModule data(c);
   NumberOnlyModel model(c);
   Trainer trainer(c.trainer, join_world(c.trainer));
-  try {
-    trainer.fit(model, data);
-    FAIL() << "expected a UsageError";
-  } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("--accelerator cuda: the GPU engine trains the built-in regression task", 0),
-              0U)
-        << e.what();
-  }
+  const std::string error = fit_usage_error(trainer, model, data);
+  EXPECT_EQ(error.rfind("--accelerator cuda: the GPU engine trains the built-in regression task", 0), 0U) << error;
   EXPECT_EQ(trainer.global_step(), 0);
 }
 

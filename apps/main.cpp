@@ -6,7 +6,6 @@
 #include "base/stop_signal.h"
 #include "cli.h"
 #include "ddpscope/error.h"
-#include "dist/launcher.h"
 #include "dist/world.h"
 
 namespace {
@@ -40,9 +39,6 @@ int main(int argc, char** argv) {
         e.code() == ddp::ExitCode::kUsage || e.code() == ddp::ExitCode::kData || static_cast<int>(e.code()) > 128;
     if (!alike_on_every_rank || launcher_rank() == 0) std::fprintf(stderr, "ddpscope: error: %s\n", e.what());
     if (static_cast<int>(e.code()) > 128) {
-      // A rank of ddpscope's own launcher ends 0: the launcher gives the job 128 + signal
-      // (dist/launcher.h says why).
-      if (ddp::started_by_launcher()) code = 0;
       ddp::StopSignals::end_quietly_with(code);
       ddp::leave_together_after_stop();
     }

@@ -167,12 +167,8 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
     std::fprintf(stderr, "ddpscope: error: %s%s\n", output.rank_failure()->c_str(), hidden.c_str());
     return static_cast<int>(ExitCode::kDistributed);
   }
-  // Stopped at an optimizer step (the ranks end 0 and rank zero said so), or it had finished
-  // before the signal.
-  if (forwarded == 1) {
-    const bool finished = WIFEXITED(status) && WEXITSTATUS(status) == 0 && !output.stop_reported();
-    return finished ? 0 : 128 + first_signal;
-  }
+  // Stopped at an optimizer step (rank zero said so), or it had finished before the signal.
+  if (forwarded == 1) return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 128 + first_signal;
   if (WIFSIGNALED(status)) {
     std::fprintf(stderr, "ddpscope: error: mpirun (pid %d) was killed by %s; its ranks were stopped%s\n", mpirun,
                  signal_description(WTERMSIG(status)).c_str(), hidden.c_str());
@@ -183,17 +179,13 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
 
 }  // namespace
 
-bool started_by_launcher() {
-  const char* launched = std::getenv("DDPSCOPE_LAUNCHED");
-  return launched != nullptr && std::string(launched) == "1";
-}
-
 int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch) {
   const int devices = launch.devices, threads_per_device = launch.threads_per_device;
   DDP_CHECK_GE(devices, 1);
   DDP_CHECK_GE(threads_per_device, 1);
   DDP_CHECK_GE(argc, 1);
-  if (started_by_launcher()) {
+  const char* launched = std::getenv("DDPSCOPE_LAUNCHED");
+  if (launched != nullptr && std::string(launched) == "1") {
     throw DistributedError(
         "this process was started by ddpscope's own mpirun (DDPSCOPE_LAUNCHED=1) but sees no MPI job in its "
         "environment; refusing to launch again");

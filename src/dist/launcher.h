@@ -20,9 +20,7 @@ struct LaunchOptions {
 // core each (threads_per_device cores with --map-by slot:PE=T); with fewer cores than that
 // it oversubscribes unpinned and says so on stderr. As root it adds --allow-run-as-root.
 //   - SIGINT/SIGTERM go to the ranks themselves: the first stops them at the next
-//     optimizer step with a checkpoint (exit 128 + signal), a second at once. Stopped ranks
-//     end 0 and rank zero says so on stderr: a rank ending non-zero makes mpirun abort the
-//     job, which can drop rank zero's message still on its way.
+//     optimizer step with a checkpoint (exit 128 + signal), a second at once.
 //   - A rank killed or gone without finishing: exit 4 naming the rank; the other ranks are
 //     killed rather than left to wait for it. mpirun killed: exit 4 naming it.
 //   - This process killed: mpirun gets SIGTERM (parent-death signal) and ends the job.
@@ -30,9 +28,6 @@ struct LaunchOptions {
 // The children see DDPSCOPE_LAUNCHED=1, which makes a second re-launch an error instead of
 // a fork bomb. Throws UsageError when mpirun is not on PATH.
 int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch);
-
-// Whether this process is a rank that relaunch_under_mpirun started (DDPSCOPE_LAUNCHED=1).
-bool started_by_launcher();
 
 // The cores this process may run on (its affinity mask).
 int available_cores();

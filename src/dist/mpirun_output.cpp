@@ -58,7 +58,6 @@ void MpirunOutput::line(const std::string& text) {
   // A rank's own message is passed even when it arrives inside one of mpirun's help blocks
   // (the ranks' output reaches mpirun on its own path, interleaved with what it prints).
   const bool ours = text.starts_with("ddpscope: ");
-  if (text.starts_with("ddpscope: error: stopped by ")) stop_reported_ = true;
   if (!ours && is_open_mpi_line(text) && !show_open_mpi_) {
     ++hidden_lines_;
     return;

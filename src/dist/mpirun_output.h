@@ -3,7 +3,7 @@
 // the user reads) mixed with Open MPI's (help blocks framed by dashed lines, ORTE logs,
 // "Primary job terminated normally", "Read -1, expected ..."), which bury them. The relay
 // passes the ranks' lines, holds Open MPI's back unless asked for, and remembers the first
-// line that says which rank failed, and whether rank zero said the job stopped on a signal.
+// line that says which rank failed.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -25,8 +25,6 @@ class MpirunOutput {
 
   const std::optional<std::string>& rank_failure() const { return rank_failure_; }
   std::size_t hidden_lines() const { return hidden_lines_; }
-  // Rank zero's "ddpscope: error: stopped by SIGINT at epoch ..." passed through.
-  bool stop_reported() const { return stop_reported_; }
 
  private:
   void line(const std::string& text);
@@ -37,7 +35,6 @@ class MpirunOutput {
   std::string pending_;
   std::optional<std::string> rank_failure_;
   std::size_t hidden_lines_ = 0;
-  bool stop_reported_ = false;
 };
 
 }  // namespace ddp

@@ -60,16 +60,6 @@ TEST(MpirunOutput, PassesTheRanksLinesAndHidesOpenMpisOwn) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "Epoch 1/3\n" + stop + "last line, unterminated");
   EXPECT_EQ(output.hidden_lines(), 6U);
   EXPECT_FALSE(output.rank_failure());
-  EXPECT_TRUE(output.stop_reported());
-}
-
-TEST(MpirunOutput, AStopIsReportedOnlyByRankZerosLine) {
-  MpirunOutput output(/*show_open_mpi=*/false);
-  ::testing::internal::CaptureStderr();
-  const std::string text = "Epoch 1/3\nddpscope: error: the data is bad\n";
-  output.feed(text.data(), text.size());
-  ::testing::internal::GetCapturedStderr();
-  EXPECT_FALSE(output.stop_reported());
 }
 
 TEST(MpirunOutput, NamesTheRankThatWasKilled) {

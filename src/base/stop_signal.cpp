@@ -116,7 +116,7 @@ void restore_signals_for_child() {
 
 StopSignals::StopSignals(SecondSignal second) { arm(second); }
 
-void StopSignals::hold_until_exit() { arm(SecondSignal::kExitNow); }
+void StopSignals::hold_until_exit(SecondSignal second) { arm(second); }
 
 void StopSignals::arm(SecondSignal second) {
   take_stop_signals();

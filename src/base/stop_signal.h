@@ -40,7 +40,7 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
   // As a StopSignals that is never destroyed: signals are taken until the process has
   // exited, static destructors included.
-  static void hold_until_exit();
+  static void hold_until_exit(SecondSignal second = SecondSignal::kExitNow);
   // The process has stopped on a signal and said so; only its exit is left. From now on a
   // signal ends it at once with exit_code and says nothing more: under mpirun the first rank
   // to exit makes mpirun send SIGTERM to the others, which must not report a second signal.

@@ -54,6 +54,21 @@ TEST_F(StopSignalDeathTest, TheFirstSignalIsRecordedAndASecondEndsTheProcessSayi
       ::testing::ExitedWithCode(128 + SIGTERM), "stopped at once by a second SIGTERM");
 }
 
+// The launcher's way (dist/launcher.cpp): every signal is counted and none ends the process,
+// also after the job it supervised has ended.
+TEST_F(StopSignalDeathTest, HeldInRecordModeSignalsAreOnlyCountedUntilTheProcessExits) {
+  EXPECT_EXIT(
+      {
+        take_stop_signals();
+        StopSignals::hold_until_exit(SecondSignal::kRecord);
+        send(SIGINT);
+        send(SIGTERM);
+        send(SIGTERM);
+        _exit(StopSignals::count() == 3 && StopSignals::last() == SIGTERM ? 7 : 1);
+      },
+      ::testing::ExitedWithCode(7), SaysNothingOfItsOwn());
+}
+
 TEST_F(StopSignalDeathTest, AfterTheStopIsSaidASignalEndsTheProcessWithItsCodeSilently) {
   EXPECT_EXIT(
       {

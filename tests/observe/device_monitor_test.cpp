@@ -168,10 +168,12 @@ TEST(DeviceMonitorTest, ARecordingShorterThanOneIntervalHasAStartAndAnEndSample)
   const std::vector<DeviceSample> samples = monitor.samples();
   ASSERT_GE(samples.size(), 2u);
   EXPECT_GE(samples.back().seconds, 0.06) << "the last sample is taken at stop()";
-  for (const DeviceSample& sample : {samples.front(), samples.back()}) {
-    EXPECT_GE(sample.utilization(), 0.0) << "at " << sample.seconds << " s";
-    EXPECT_LE(sample.utilization(), 100.0);
-  }
+  // The first sample, 20 ms in, says "unknown" when no jiffy of the core elapsed since the
+  // monitor's thread took its baseline (under TSan the thread can start late: seen 1 in 6);
+  // by the end one has.
+  expect_percent_or_unknown(samples.front().utilization());
+  EXPECT_GE(samples.back().utilization(), 0.0) << "at " << samples.back().seconds << " s";
+  EXPECT_LE(samples.back().utilization(), 100.0);
 }
 
 TEST(DeviceMonitorTest, TrainingThreadReadsWhileSampling) {

@@ -84,9 +84,9 @@ void signal_all(const std::vector<pid_t>& pids, int signal) {
 int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const std::string& self, bool verbose) {
   // Ranks orphaned by a dying mpirun are reparented here, to be stopped and reaped.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  // Until this process has exited: a signal that comes as the job ends, after this function
-  // has returned, would otherwise kill it by default, turning a finished job into a silent
-  // 130 (seen in CI).
+  // Until this process has exited (a process supervises one job): a signal that comes as the
+  // job ends, after this function has returned, would otherwise kill it by default, turning
+  // a finished job into a silent 130 (seen in CI).
   StopSignals::hold_until_exit(SecondSignal::kRecord);
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw DistributedError(fmt::format("pipe() failed: {}", std::strerror(errno)));

@@ -136,8 +136,8 @@ void stress(int devices, std::vector<int> signals, int trials, uint32_t seed) {
   EXPECT_GT(stopped, 0) << "every run ended before its signal: nothing was tested";
 }
 
-// Fewer trials under ASan, where each costs about 7 s (the ASan stage keeps CI under its
-// hour); the release build runs them all.
+// Fewer trials in CI's ASan stage, where a trial costs about 7 s, to keep CI under its hour;
+// the release build runs all 15.
 constexpr int kSingleSignalTrials = testing::kSanitizerBuild ? 8 : 15;
 
 TEST(SignalStress, SigintIntoOneRankStopsGracefullyAndResumesExactly) { stress(1, {SIGINT}, kSingleSignalTrials, 1); }

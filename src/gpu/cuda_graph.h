@@ -32,11 +32,16 @@ class CudaGraph {
 template <typename Shape>
 class GraphsByShape {
  public:
-  void run(const Shape& shape, cudaStream_t stream, const std::function<void()>& enqueue) {
+  // Returns whether the work ran as a graph (false: this shape's eager first run).
+  bool run(const Shape& shape, cudaStream_t stream, const std::function<void()>& enqueue) {
     auto [entry, first] = graphs_.try_emplace(shape);
-    if (first) return enqueue();
+    if (first) {
+      enqueue();
+      return false;
+    }
     if (entry->second == nullptr) entry->second = std::make_unique<CudaGraph>(stream, enqueue);
     entry->second->launch(stream);
+    return true;
   }
   int64_t captured() const {
     int64_t count = 0;

@@ -6,12 +6,14 @@
 // has nothing to construct: check_accelerator refuses such a run before it starts.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "ddpscope/layer_layout.h"
 #include "ddpscope/optimizer.h"
 #include "ddpscope/option_enums.h"
+#include "observe/device_step_phases.h"
 
 namespace ddp {
 
@@ -40,8 +42,9 @@ class GpuTraining {
   // As GpuTrainStep's: an epoch's order from its first micro-batch not yet trained, then its
   // steps (enqueued only), then each micro-batch's sum of squared errors (waits).
   void start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before, int64_t steps);
-  void step(const std::vector<int64_t>& micro_batch_sizes);
+  void step(const std::vector<int64_t>& micro_batch_sizes, bool timed);
   std::vector<double> epoch_sum_squares() const;
+  std::optional<DeviceStepMarks> take_timed_step();  // GpuTrainStep's (observe/device_step_phases.h)
 
   // The validation set's sum of squared errors, in order with epoch's data (waits).
   double validation_sum_squares(int64_t epoch);

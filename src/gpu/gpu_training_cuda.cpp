@@ -35,7 +35,11 @@ void GpuTraining::start_epoch(int64_t epoch, std::span<const int64_t> order, int
   step_->start_epoch(epoch, order, steps_before, steps);
 }
 
-void GpuTraining::step(const std::vector<int64_t>& micro_batch_sizes) { step_->step(micro_batch_sizes); }
+void GpuTraining::step(const std::vector<int64_t>& micro_batch_sizes, bool timed) {
+  step_->step(micro_batch_sizes, timed);
+}
+
+std::optional<DeviceStepMarks> GpuTraining::take_timed_step() { return step_->take_timed_step(); }
 
 std::vector<double> GpuTraining::epoch_sum_squares() const { return step_->epoch_sum_squares(); }
 

@@ -14,7 +14,8 @@ GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> /*p
 
 GpuTraining::~GpuTraining() = default;
 void GpuTraining::start_epoch(int64_t, std::span<const int64_t>, int64_t, int64_t) {}
-void GpuTraining::step(const std::vector<int64_t>&) {}
+void GpuTraining::step(const std::vector<int64_t>&, bool) {}
+std::optional<DeviceStepMarks> GpuTraining::take_timed_step() { return std::nullopt; }
 std::vector<double> GpuTraining::epoch_sum_squares() const { return {}; }
 double GpuTraining::validation_sum_squares(int64_t) { return 0; }
 void GpuTraining::copy_to_host(std::span<float>, Optimizer&) const {}

@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "gpu/lt_gemm.h"
 #include "gpu/mlp_gpu.h"
 #include "gpu/step_cursor.h"
+#include "gpu/step_timer.h"
 #include "optim/update_rules.h"
 
 namespace ddp {
@@ -62,7 +64,13 @@ class GpuTrainStep {
   // One optimizer step over the epoch's next micro-batches, of these sizes (accumulate of
   // them, or fewer on the epoch's last step; each at most batch_size). Enqueues only; the
   // sizes are the key of the step's graph, so a vector: nothing is copied per step.
-  void step(const std::vector<int64_t>& micro_batch_sizes);
+  // timed: with CUDA events between its pieces, unless a timed step is still unread, or the
+  // step would not show the steady state (the run's first step; with graphs, an eager run).
+  void step(const std::vector<int64_t>& micro_batch_sizes, bool timed = false);
+
+  // The last timed step's marks, once (waits for the device); none when no step was timed
+  // since the last call. A timed step not taken before the next start_epoch is dropped.
+  std::optional<DeviceStepMarks> take_timed_step();
 
   // Waits for the device; the sum of (pred - target)^2 of each micro-batch the epoch has
   // taken since start_epoch, in order. A non-finite difference makes its sum non-finite.
@@ -81,7 +89,7 @@ class GpuTrainStep {
   int64_t graphs_captured() const { return step_graphs_.captured(); }
 
  private:
-  void enqueue_step(const std::vector<int64_t>& sizes);
+  void enqueue_step(const std::vector<int64_t>& sizes, const StepTimer* timer);
   void enqueue_optimizer();
   void enqueue_validation(int64_t samples);
 
@@ -107,6 +115,11 @@ class GpuTrainStep {
   // The host's view of the cursor, to refuse a step past the epoch's order or tables.
   int64_t order_size_ = 0, steps_in_epoch_ = 0, micro_batches_taken_ = 0, steps_taken_ = 0;
   GraphsByShape<std::vector<int64_t>> step_graphs_;
+  // Timed steps: their own graphs (with the events as nodes), the marks of one not yet read.
+  StepTimer timer_;
+  GraphsByShape<std::vector<int64_t>> timed_graphs_;
+  int64_t steps_run_ = 0;
+  std::size_t timed_marks_ = 0;  // of the step timed and not taken yet; 0: none
 };
 
 }  // namespace ddp

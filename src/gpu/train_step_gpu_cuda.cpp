@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
@@ -41,7 +42,8 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
       in_order_(static_cast<std::size_t>(config.max_epoch_samples)),
       val_cursor_(1),
       val_sum_squares_(1),
-      val_nonfinite_(1) {
+      val_nonfinite_(1),
+      timer_(config.accumulate) {
   DDP_CHECK_GT(config.batch_size, 0);
   DDP_CHECK_GT(config.accumulate, 0);
   DDP_CHECK_EQ(params.size(), static_cast<std::size_t>(num_params_));
@@ -67,7 +69,8 @@ void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, in
                                int64_t steps_in_epoch) {
   DDP_CHECK_LE(static_cast<int64_t>(order.size()), config_.max_epoch_samples, "an epoch longer than allocated for");
   DDP_CHECK_LE(steps_in_epoch, config_.max_epoch_steps, "an epoch of more steps than allocated for");
-  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");  // the last epoch's steps read these
+  timed_marks_ = 0;                 // a timed step not taken is dropped with its reference
+  timer_.reference(stream_.get());  // synchronises: the last epoch's steps read what follows
   order_.copy_from(order.data(), order.size());
   const StepCursor cursor{static_cast<uint64_t>(epoch) << 32, 0, 0};
   cursor_.copy_from(&cursor, 1);
@@ -87,7 +90,7 @@ void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, in
   micro_batches_taken_ = steps_taken_ = 0;
 }
 
-void GpuTrainStep::step(const std::vector<int64_t>& sizes) {
+void GpuTrainStep::step(const std::vector<int64_t>& sizes, bool timed) {
   DDP_CHECK(!sizes.empty() && static_cast<int64_t>(sizes.size()) <= config_.accumulate,
             "a step of 1 to accumulate micro-batches");
   for (const int64_t size : sizes)
@@ -99,29 +102,50 @@ void GpuTrainStep::step(const std::vector<int64_t>& sizes) {
   micro_batches_taken_ += count;
   ++steps_taken_;
 
+  const bool time_it = timed && timed_marks_ == 0 && steps_run_ > 0;
+  const StepTimer* timer = time_it ? &timer_ : nullptr;
+  bool as_graph = false;
   if (config_.cuda_graph) {
-    step_graphs_.run(sizes, stream_.get(), [&] { enqueue_step(sizes); });
+    as_graph = (time_it ? timed_graphs_ : step_graphs_).run(sizes, stream_.get(), [&] { enqueue_step(sizes, timer); });
   } else {
-    enqueue_step(sizes);
+    enqueue_step(sizes, timer);
   }
+  if (time_it && (as_graph || !config_.cuda_graph)) timed_marks_ = device_step_mark_count(count);
+  ++steps_run_;
 }
 
-void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes) {
+std::optional<DeviceStepMarks> GpuTrainStep::take_timed_step() {
+  if (timed_marks_ == 0) return std::nullopt;
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  return timer_.read(std::exchange(timed_marks_, 0));
+}
+
+void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes, const StepTimer* timer) {
+  std::size_t next_mark = 0;
+  const auto mark = [&] {
+    if (timer != nullptr) timer->mark(stream_.get(), next_mark++);
+  };
+  mark();
   check_cuda(cudaMemsetAsync(grads_.data(), 0, grads_.count() * sizeof(float), stream_.get()), "cudaMemsetAsync");
+  mark();
   const int64_t in = config_.shape.input_dim, out = config_.shape.output_dim;
   const GpuActivations& act = activations_.view();
   for (std::size_t j = 0; j < sizes.size(); ++j) {
     const int64_t b = sizes[j];
     launch_normal_rows_at(config_.data_key, cursor_.data(), order_.data(), static_cast<int64_t>(j), config_.batch_size,
                           b, x_.data(), in, y_.data(), out, stream_.get());
+    mark();
     const float* pred = mlp_forward_gpu(lt_, layers_, params_.data(), x_.data(), b, act, stream_.get());
     const float loss_scale = 1.0f / static_cast<float>(config_.accumulate);  // Lightning divides by k
     launch_mse_loss_at(pred, y_.data(), act.gradient, b * out, mse_gradient_scale(loss_scale, b * out), cursor_.data(),
                        static_cast<int64_t>(j), sum_squares_.data(), stream_.get());
+    mark();
     mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get());
+    mark();
   }
   enqueue_optimizer();
   launch_advance_cursor(cursor_.data(), static_cast<int64_t>(sizes.size()), stream_.get());
+  mark();
 }
 
 void GpuTrainStep::enqueue_optimizer() {

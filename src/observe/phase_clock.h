@@ -40,6 +40,13 @@ class PhaseClock {
     return left;
   }
 
+  // Charges `seconds` of what `from` holds to `to` instead: for time that another clock (a
+  // GPU's events, observe/device_step_phases.h) splits finer than this one saw it.
+  void move_seconds(Phase from, Phase to, double seconds) {
+    seconds_[index(from)] -= seconds;
+    seconds_[index(to)] += seconds;
+  }
+
   Phase current() const { return current_; }
   // Seconds per phase up to the last switch (call enter() first to close the current one).
   const std::array<double, kPhaseCount>& seconds() const { return seconds_; }

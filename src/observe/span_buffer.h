@@ -10,7 +10,8 @@
 namespace ddp {
 
 // The threads of a rank, as the trace names them.
-enum class TraceThread : uint8_t { kCompute, kComm, kLoader, kMonitor };
+// kGpu: the device's timed steps (observe/device_step_phases.h).
+enum class TraceThread : uint8_t { kCompute, kComm, kLoader, kMonitor, kGpu };
 
 struct Span {
   int64_t start_ns = 0;  // steady clock

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "ddpscope/error.h"
@@ -10,7 +12,7 @@
 namespace ddp {
 namespace {
 
-constexpr const char* kThreadNames[] = {"compute", "comm", "loader", "monitor"};
+constexpr std::array<const char*, 5> kThreadNames = {"compute", "comm", "loader", "monitor", "gpu"};
 
 std::string span_name(uint16_t name) {
   if (name == kAllreduceSpan) return "allreduce";
@@ -35,6 +37,11 @@ template <typename T>
 const std::byte* take(const std::byte* in, T* data, std::size_t count) {
   std::memcpy(static_cast<void*>(data), in, count * sizeof(T));
   return in + count * sizeof(T);
+}
+
+const char* category(const Span& s) {
+  if (s.name == kAllreduceSpan) return "comm";
+  return s.thread == TraceThread::kGpu ? "gpu" : "phase";
 }
 
 }  // namespace
@@ -76,16 +83,23 @@ std::string chrome_trace_json(const std::vector<RankTrace>& ranks, int64_t origi
                       {"pid", pid},
                       {"args", {{"name", "rank " + std::to_string(pid) + " (" + rank.host + ")"}}}});
     events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
-    for (int tid = 0; tid < 4; ++tid) {
+    // The GPU's track is named only where a rank has one (a run on a GPU).
+    const bool has_gpu =
+        std::any_of(rank.spans.begin(), rank.spans.end(), [](const Span& s) { return s.thread == TraceThread::kGpu; });
+    const int tracks = static_cast<int>(kThreadNames.size()) - (has_gpu ? 0 : 1);
+    for (int tid = 0; tid < tracks; ++tid) {
       events.push_back(
           {{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", kThreadNames[tid]}}}});
     }
     auto micros = [&](int64_t ns) { return static_cast<double>(ns + rank.clock_offset_ns - origin_ns) / 1e3; };
     for (const Span& s : rank.spans) {
-      nlohmann::json e = {
-          {"name", span_name(s.name)},        {"cat", s.name == kAllreduceSpan ? "comm" : "phase"},      {"ph", "X"},
-          {"ts", micros(s.start_ns)},         {"dur", static_cast<double>(s.end_ns - s.start_ns) / 1e3}, {"pid", pid},
-          {"tid", static_cast<int>(s.thread)}};
+      nlohmann::json e = {{"name", span_name(s.name)},
+                          {"cat", category(s)},
+                          {"ph", "X"},
+                          {"ts", micros(s.start_ns)},
+                          {"dur", static_cast<double>(s.end_ns - s.start_ns) / 1e3},
+                          {"pid", pid},
+                          {"tid", static_cast<int>(s.thread)}};
       if (s.name == kAllreduceSpan) {
         e["args"] = {{"bytes", s.bytes}, {"hidden_behind_backward_us", static_cast<double>(s.hidden_ns) / 1e3}};
       }

@@ -374,6 +374,7 @@ void Trainer::Run::finish(LightningModule& module) {
     stats_.final_train_loss = global_mean({{"train_loss", *stats_.final_train_loss}})[0].second;
   }
   clock_.enter(Phase::kLogging);
+  device_phases_.attribute(clock_);  // a GPU's timed steps (nothing on CPU)
   stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   stats_.steady_epochs = steady_epochs_.spread();
   stats_.world_size = comm_.size();

@@ -1,12 +1,14 @@
 // The Trainer's loop on one GPU (issue 12): the epochs, steps, logging, checkpoints and stops
 // of trainer.cpp's CPU loop, with each optimizer step one GpuTraining::step (a CUDA graph's
 // launch, enqueued only) and the losses read from the device only where the host needs them:
-// at logging steps, before a checkpoint and at each epoch's end. Until CUDA events split a
-// step into its phases, the host's time in the steps (launching them, and waiting for the
-// device where it reads) is the phase "other".
+// at logging steps, before a checkpoint and at each epoch's end. The host's time in the steps
+// (launching them, and waiting for the device where it reads) is the phase "other"; the step
+// after each read is timed by CUDA events, and at the run's end the device's share of "other"
+// becomes data, forward, backward and optimizer (observe/device_step_phases.h).
 #include <algorithm>
 #include <cmath>
 #include <typeinfo>
+#include <utility>
 
 #include "data/random_dataset.h"
 #include "data/sampler.h"
@@ -65,7 +67,8 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
       for (std::size_t j = 0; j < sizes.size(); ++j) utilization_->probe();
     }
     clock_.enter(Phase::kOther);
-    gpu_->step(sizes);
+    gpu_->step(sizes, std::exchange(time_next_gpu_step_, false));
+    device_phases_.add_trained(static_cast<int64_t>(sizes.size()));
     next_batch += static_cast<int64_t>(sizes.size());
     for (const int64_t size : sizes) stats_.train_samples += size;
     stats_.optimizer_steps = ++start_point_.global_step;
@@ -88,6 +91,13 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
 // own (same message) and logged as the CPU's training_step logs it: the latest is train_loss.
 void Trainer::Run::read_gpu_losses() {
   const std::vector<double> sums = gpu_->epoch_sum_squares();
+  if (const std::optional<DeviceStepMarks> marks = gpu_->take_timed_step()) {
+    device_phases_.add_timed(device_step_times(*marks));
+    if (spans_) {
+      for (const Span& span : device_step_spans(*marks)) spans_->add(span);
+    }
+  }
+  time_next_gpu_step_ = true;
   const int64_t samples = train_spec_.dataset->size(), batch_size = train_spec_.batch_size;
   const int64_t outputs = train_spec_.dataset->output_dim();
   double loss = 0;

@@ -12,6 +12,7 @@
 #include "dist/launcher.h"
 #include "dist/optimizer_shard.h"
 #include "gpu/gpu_training.h"
+#include "observe/device_step_phases.h"
 #include "observe/phase_clock.h"
 #include "observe/sched_stats.h"
 #include "train/epoch_plan.h"
@@ -113,6 +114,8 @@ class Trainer::Run {
     int64_t steps_before = 0;   // optimizer steps taken before first_batch
     int64_t checked = 0;        // micro-batches from first_batch whose loss the host has read
   } gpu_epoch_;
+  DevicePhaseSamples device_phases_;  // the GPU's steps, and the CUDA events of timed ones
+  bool time_next_gpu_step_ = true;    // the step after each read of the device is timed
 };
 
 }  // namespace ddp

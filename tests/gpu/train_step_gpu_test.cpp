@@ -4,7 +4,7 @@
 // validation against the host's MSE over the dataset in order;
 // a captured CUDA graph replaying the eager kernels' bits; no device memory taken once every
 // step shape is captured; a resumed run making the uninterrupted one's bits; a NaN weight
-// making the losses non-finite. Skipped where no GPU is visible.
+// making the losses non-finite; timed steps changing no bit. Skipped where no GPU is visible.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "data/random_dataset.h"
@@ -224,6 +225,52 @@ TEST(GpuTrainStep, ValidationIsTheHostsMseOverTheDatasetInOrder) {
     EXPECT_FALSE(eager.nonfinite);
     EXPECT_NEAR(eager.sum_squares, host, 1e-6 * host) << "epoch " << epoch;
     EXPECT_NEAR(graph.sum_squares, eager.sum_squares, 1e-12 * host) << "epoch " << epoch;
+  }
+}
+
+// Timing a step (CUDA events; inside the graph, its event-record nodes) changes none of its
+// bits, and its marks come in order once the step is steady: never the run's first step, and
+// with graphs never a shape's eager first run.
+TEST(GpuTrainStep, TimedStepsMakeTheSameBitsAndOrderedMarks) {
+  DDP_REQUIRE_GPU();
+  for (const bool cuda_graph : {true, false}) {
+    SCOPED_TRACE(cuda_graph ? "graph" : "eager");
+    const OptimizerConfig adam{.kind = OptimizerKind::kAdam};
+    const Trained plain = train_on_gpu(adam, cuda_graph, 2);
+    GpuTrainStep gpu(config(adam, cuda_graph), initial_params());
+    const auto plan = epoch_steps();
+    const auto steps = static_cast<int64_t>(plan.size());
+    std::vector<DeviceStepMarks> taken;
+    Trained timed;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      gpu.start_epoch(epoch, epoch_order(kSamples, true, kSeed, epoch), epoch * steps, steps);
+      for (const auto& sizes : plan) {
+        gpu.step(sizes, /*timed=*/true);
+        if (std::optional<DeviceStepMarks> marks = gpu.take_timed_step()) taken.push_back(*marks);
+      }
+      for (const double sum : gpu.epoch_sum_squares()) timed.sum_squares.push_back(sum);
+    }
+    const std::vector<float> params = gpu.params();
+    ASSERT_EQ(params.size(), plain.params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      ASSERT_EQ(testing::float_bits(params[i]), testing::float_bits(plain.params[i])) << "params[" << i << "]";
+    }
+    ASSERT_EQ(timed.sum_squares.size(), plain.sum_squares.size());
+    for (std::size_t i = 0; i < plain.sum_squares.size(); ++i) {  // summed by atomics, in any order
+      EXPECT_NEAR(timed.sum_squares[i], plain.sum_squares[i], 1e-12 * plain.sum_squares[i]);
+    }
+    // Steps of 3 x 16 are timed from the second (eager) or from the third (graph: the timed
+    // graph's first run is eager); the epochs' last step of 1 x 8 from its second run (graph).
+    ASSERT_GE(taken.size(), 5U);
+    for (const DeviceStepMarks& marks : taken) {
+      ASSERT_TRUE(marks.seconds.size() == device_step_mark_count(3) ||
+                  marks.seconds.size() == device_step_mark_count(1));
+      EXPECT_TRUE(std::is_sorted(marks.seconds.begin(), marks.seconds.end()));
+      const DeviceStepTimes t = device_step_times(marks);
+      EXPECT_GT(t.forward, 0);
+      EXPECT_GT(t.backward, 0);
+      EXPECT_LT(marks.seconds.back() - marks.seconds.front(), 1.0);  // a step of microseconds
+    }
   }
 }
 

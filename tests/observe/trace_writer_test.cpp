@@ -76,5 +76,18 @@ TEST(TraceWriter, ChromeTraceHasNamedRanksThreadsSpansAndCounters) {
   EXPECT_EQ(counters, 2);
 }
 
+TEST(TraceWriter, AGpuTrackIsNamedOnlyForARankWithGpuSpans) {
+  RankTrace gpu = sample_rank(0, 0);
+  gpu.spans.push_back({2000, 3000, static_cast<uint16_t>(Phase::kForward), TraceThread::kGpu});
+  const auto trace = nlohmann::json::parse(chrome_trace_json({gpu, sample_rank(1, 0)}, 0));
+  std::map<int, std::vector<std::string>> names;  // per pid, its tid 4's name and spans' categories
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("tid", -1) != 4) continue;
+    names[e["pid"]].push_back(e["ph"] == "M" ? e["args"]["name"].get<std::string>() : e["cat"].get<std::string>());
+  }
+  EXPECT_EQ(names[0], (std::vector<std::string>{"gpu", "gpu"}));  // the track's name, then its span's category
+  EXPECT_TRUE(names[1].empty());
+}
+
 }  // namespace
 }  // namespace ddp

@@ -48,7 +48,6 @@ class DevicePhaseSamples {
  public:
   void add_trained(int64_t micro_batches);
   void add_timed(const DeviceStepTimes& step);
-  int64_t steps_timed() const { return timed_steps_; }
 
   // Moves, from the clock's "other", the device's time over every step trained (the timed
   // means per micro-batch and per step) into data, forward, backward and optimizer; at most

@@ -17,6 +17,7 @@
 #include "doctor/allreduce_probe.h"
 #include "doctor/doctor.h"
 #include "log/run_dir.h"
+#include "train/accelerator_check.h"
 #include "train/options.h"
 #include "train/parse_value.h"
 
@@ -46,6 +47,18 @@ std::vector<int> parse_device_list(const std::string& text) {
   return devices;
 }
 
+// Whether this doctor's runs train on a GPU: --accelerator cuda (or auto where a GPU trains
+// this configuration). The accelerator is then written as what runs, for the runs and
+// doctor.json. UsageError for cuda without a device, or with what the GPU engine lacks.
+bool doctor_on_gpu(Config& config) {
+  if (config.trainer.accelerator == Accelerator::kCpu) return false;
+  TrainerOptions one = config.trainer;
+  one.devices = 1;  // each run sets its own; the GPU doctor runs one
+  const bool gpu = trains_on_gpu(one, config.data.data == "random");
+  config.trainer.accelerator = gpu ? Accelerator::kCuda : Accelerator::kCpu;
+  return gpu;
+}
+
 // The most --repeats takes: each repeat is one more full baseline run at each ablated device count.
 constexpr int64_t kMaxRepeats = 10;
 
@@ -55,7 +68,21 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
   Config config = resolve_config(typed_options(command, options), options.preset, options.config_file);
   std::vector<std::string> notes;
   std::vector<int> devices;
-  if (devices_given) {
+  if (doctor_on_gpu(config)) {
+    // One GPU until N GPUs over NCCL are built: the model predicts more from its prices.
+    if (devices_given && parse_device_list(devices_text) != std::vector<int>{1}) {
+      reject_value("devices", devices_text,
+                   "1 with --accelerator cuda: this version trains on one GPU (N GPUs over NCCL are not built yet), "
+                   "and the doctor predicts 3 and 8 GPUs from that GPU's prices");
+    }
+    devices = {1};
+    if (config.trainer.devices > 1) {
+      notes.push_back(fmt::format(
+          "The configuration asks for {} devices; this version trains on one GPU, so {} ran 1 GPU and its model "
+          "predicts {} GPUs on the link presets.",
+          config.trainer.devices, command.get_name(), config.trainer.devices));
+    }
+  } else if (devices_given) {
     devices = parse_device_list(devices_text);
   } else {
     // The configuration's device count, as far as this machine has cores for: a preset's 3

@@ -191,6 +191,8 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   }
   // The doctor's measurements used its probe; a prediction runs without it unless asked.
   if (std::find(given.begin(), given.end(), "monitor_mode") == given.end()) f.config.monitor_per_step = false;
+  // The prices are the doctor's device's: a CPU's do not price a GPU's step, nor the reverse.
+  f.config.on_gpu = own.on_gpu;
   f.config.interconnect = o.interconnect;
 
   try {

@@ -19,7 +19,8 @@ struct Ablation {
   std::string habit;
   std::string fix;
   // The phase that carries the habit's time (monitor, data, comm_wait): its cost is measured
-  // there directly, not as a difference of two runs' noisy wall times.
+  // there directly, not as a difference of two runs' noisy wall times. Empty for a habit
+  // spread over every phase (a GPU's eager launches): then it is the wall's difference.
   std::string phase;
   bool multi_device_only = false;
   std::function<void(Config&)> apply;
@@ -28,7 +29,9 @@ struct Ablation {
 // The ablations that make sense for this configuration: each habit switched to its other
 // setting, batch sizes 16..1024, widths 64..1024, 4 and 8 extra hidden layers (values equal
 // to the configuration's own are skipped).
-// Then the catalogue's, for this machine's cores (available_cores()).
+// On a CPU, then the catalogue's, for this machine's cores (available_cores()). On a GPU
+// (accelerator cuda, one device), the habits are the per-step probe and the CUDA graph
+// (--no-cuda-graph), then the precision (32-true against tf32) and the sizes.
 std::vector<Ablation> plan_ablations(const Config& config, int max_devices);
 
 // The catalogue's ablations (docs/scaling-guide.md) on a machine where the job may use

@@ -199,12 +199,12 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
     if (!a.run.ok) continue;
     rows.push_back(prediction_row(model, workload_for(a.run.config, a.run.devices), &a.run, a.name));
   }
+  // The measured link only where an allreduce was measured (not on one device, not on one GPU).
+  const bool link_measured = model.beta_bytes_per_second > 0;
   for (const int devices : {3, 8, 64}) {
     for (const char* link : {"measured", "nvlink", "pcie", "infiniband", "10gbe"}) {
-      if (std::find(measured_devices.begin(), measured_devices.end(), devices) != measured_devices.end() &&
-          std::string(link) == "measured") {
-        continue;
-      }
+      const bool ran = std::find(measured_devices.begin(), measured_devices.end(), devices) != measured_devices.end();
+      if (std::string(link) == "measured" && (ran || !link_measured)) continue;
       WorkloadConfig w = workload;
       w.devices = devices;
       w.interconnect = link;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "doctor/findings_catalogue.h"
+#include "doctor/findings_gpu.h"
 #include "doctor/findings_straggler.h"
 #include "doctor/interconnect.h"
 #include "doctor/run_noise.h"
@@ -30,7 +31,13 @@ std::string where_ranks_ran(const RunRecord& run) {
 void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
   for (const AblationResult& a : in.ablations) {
     if (a.habit.empty() || !a.run.ok || a.baseline == nullptr || !a.baseline->ok) continue;
-    const double cost = a.baseline->phase(a.phase) - a.run.phase(a.phase);
+    // A habit without a phase of its own (the eager launches spread over every phase) is
+    // charged its whole difference in wall time, start-up aside.
+    const auto spent = [&](const RunRecord& r) {
+      return a.phase.empty() ? r.wall_seconds - r.startup() : r.phase(a.phase);
+    };
+    const std::string where = a.phase.empty() ? "training (start-up aside)" : "the " + a.phase + " phase";
+    const double cost = spent(*a.baseline) - spent(a.run);
     const double share = cost / a.baseline->wall_seconds;
     if (share <= kHabitMinShare) continue;
     const std::optional<Effect> effect = effect_against_baseline(a);
@@ -44,9 +51,9 @@ void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
         a.habit, 1e3 * cost / steps, 1e3 * band / steps, percent(share), 100 * effect->uncertainty, a.run.devices,
         a.run.devices > 1 ? "s" : "");
     f.detail = fmt::format(
-        "In {} the {} phase took {:.3f} s; with {} it took {:.3f} s. Wall time: {:.2f} s, "
+        "In {} {} took {:.3f} s; with {} it took {:.3f} s. Wall time: {:.2f} s, "
         "and {:.2f} s with {}{}.",
-        a.baseline->label, a.phase, a.baseline->phase(a.phase), a.name, a.run.phase(a.phase), a.baseline->wall_seconds,
+        a.baseline->label, where, spent(*a.baseline), a.name, spent(a.run), a.baseline->wall_seconds,
         a.run.wall_seconds, a.name,
         a.run.extrapolated ? fmt::format(" (extrapolated from {} epochs)", a.run.epochs_run) : "");
     f.cost_seconds = cost;
@@ -214,7 +221,7 @@ void fixed_cost_finding(const FindingInputs& in, std::vector<Finding>& out) {
   const WorkloadCounts counts = count_workload(in.workload);
   const double flops = counts.training_flops_per_sample * in.workload.batch_size;
   const double compute = flops / in.model.flops_per_second;
-  const double fixed = in.model.fixed_seconds_per_step;
+  const double fixed = fixed_seconds_per_micro_batch(in.model, in.workload, counts);
   const double share = fixed / (fixed + compute);
   if (share <= kFixedCostMinShare) return;
   const RunRecord& run = *in.device_runs.front();
@@ -239,7 +246,10 @@ std::vector<Finding> find_problems(const FindingInputs& inputs) {
   catalogue_findings(inputs, out);
   multi_device_findings(inputs, out);
   straggler_findings(inputs, out);
-  fixed_cost_finding(inputs, out);
+  if (inputs.workload.on_gpu)
+    gpu_step_finding(inputs, out);  // says the fixed costs, per launch, among the rest
+  else
+    fixed_cost_finding(inputs, out);
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.cost_seconds > b.cost_seconds; });
   return out;

@@ -523,11 +523,14 @@ std::string model_table(const std::vector<ModelValue>& model) {
     double scale;
     const char* unit;
   };
-  static constexpr std::array<Known, 6> kKnown = {{
+  static constexpr std::array<Known, 9> kKnown = {{
       {"alpha_seconds", "allreduce latency α", 1e6, "µs"},
       {"beta_bytes_per_second", "allreduce bandwidth β", 1e-9, "GB/s"},
       {"flops_per_second", "compute rate", 1e-9, "GFLOP/s"},
       {"fixed_seconds_per_step", "fixed cost per step", 1e3, "ms"},
+      {"seconds_per_kernel", "fixed cost per GPU launch", 1e6, "µs"},
+      {"eager_seconds_per_kernel", "a launch from the host adds", 1e6, "µs"},
+      {"host_seconds_per_step", "host time per step", 1e6, "µs"},
       {"fixed_seconds_per_epoch", "fixed cost per epoch", 1e3, "ms"},
       {"startup_seconds", "startup", 1, "s"},
   }};

@@ -72,10 +72,12 @@ double sync_seconds(const WorkloadCounts& counts, int ranks, double alpha, doubl
 }
 
 // Forward + backward seconds of one epoch on one rank.
-double compute_seconds_per_epoch(const ModelParameters& m, const WorkloadCounts& n) {
-  return n.micro_batches_per_epoch * m.fixed_seconds_per_step +
+double compute_seconds_per_epoch(const ModelParameters& m, const WorkloadConfig& c, const WorkloadCounts& n) {
+  return n.micro_batches_per_epoch * fixed_seconds_per_micro_batch(m, c, n) +
          per_rate(static_cast<double>(n.train_samples_per_epoch) * n.training_flops_per_sample, m.flops_per_second);
 }
+
+bool eager_on_gpu(const WorkloadConfig& c) { return c.on_gpu && !c.cuda_graph; }
 
 PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, const WorkloadCounts& n, double sync_s) {
   PhaseTimes p{};
@@ -85,7 +87,7 @@ PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, con
   const bool same_machine = c.interconnect == "measured" || c.interconnect == "shared-memory";
   const int sharing = same_machine ? c.devices - 1 : 0;
   const double shared = 1.0 + m.compute_contention * sharing;
-  const double compute = compute_seconds_per_epoch(m, n) * shared;
+  const double compute = compute_seconds_per_epoch(m, c, n) * shared;
   const double forward_share = n.forward_flops_per_sample / n.training_flops_per_sample;
   at(p, Phase::kStartup) = m.startup_seconds + (c.devices > 1 ? m.launch_seconds : 0.0);
   at(p, Phase::kForward) = epochs * compute * forward_share;
@@ -105,7 +107,8 @@ PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, con
   at(p, Phase::kMonitor) = c.monitor_per_step ? (1.0 + m.monitor_contention * sharing) * epochs *
                                                     n.micro_batches_per_epoch * m.monitor_seconds_per_micro_batch
                                               : 0.0;
-  at(p, Phase::kOther) = 0.0;
+  at(p, Phase::kOther) = static_cast<double>(n.optimizer_steps) * m.host_seconds_per_step +
+                         (eager_on_gpu(c) ? static_cast<double>(n.kernels) * m.eager_seconds_per_kernel : 0.0);
   return p;
 }
 
@@ -186,6 +189,7 @@ std::vector<SweepPoint> sweep(const ModelParameters& model, WorkloadConfig confi
 struct JsonField {
   const char* name;
   double ModelParameters::*member;
+  bool required = true;  // false: added later, 0 in older doctor.json files
 };
 
 constexpr JsonField kModelFields[] = {
@@ -207,6 +211,9 @@ constexpr JsonField kModelFields[] = {
     {"compute_contention", &ModelParameters::compute_contention},
     {"monitor_contention", &ModelParameters::monitor_contention},
     {"jitter_fraction", &ModelParameters::jitter_fraction},
+    {"seconds_per_kernel", &ModelParameters::seconds_per_kernel, false},
+    {"eager_seconds_per_kernel", &ModelParameters::eager_seconds_per_kernel, false},
+    {"host_seconds_per_step", &ModelParameters::host_seconds_per_step, false},
 };
 
 }  // namespace
@@ -289,15 +296,26 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
   // then tell how much ranks sharing the machine slow each other down.
   const bool have_single =
       std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return r.config.devices == 1; });
-  std::vector<Row> compute, data, optimizer, validation, logging, monitor;
+  const bool on_gpu = runs.front().config.on_gpu;
   for (const MeasuredRun& r : runs) {
-    if (have_single && r.config.devices > 1) continue;
+    if (r.config.on_gpu != on_gpu) {
+      throw DataError("the runs are of both a CPU and a GPU; a scaling model prices one kind of device");
+    }
+  }
+  // Eager GPU runs pay for each launch from the host: the other prices come from the runs in
+  // CUDA graphs where there are any, and the eager runs price that launch.
+  const bool have_graphs =
+      std::any_of(runs.begin(), runs.end(), [](const MeasuredRun& r) { return !eager_on_gpu(r.config); });
+  const auto launched_eagerly = [&](const MeasuredRun& r) { return have_graphs && eager_on_gpu(r.config); };
+  std::vector<Row> compute, data, optimizer, validation, logging, monitor, host;
+  for (const MeasuredRun& r : runs) {
+    if ((have_single && r.config.devices > 1) || launched_eagerly(r)) continue;
     const WorkloadCounts& n = r.counts;
     const double e = static_cast<double>(r.config.epochs);
     const double w = r.wall_seconds > 0 ? 1.0 / r.wall_seconds : 1.0;
     const double micro = e * n.micro_batches_per_epoch;
     const double samples = e * n.train_samples_per_epoch;
-    compute.push_back({micro, samples * n.training_flops_per_sample,
+    compute.push_back({on_gpu ? micro * n.kernels_per_micro_batch : micro, samples * n.training_flops_per_sample,
                        at(r.phases, Phase::kForward) + at(r.phases, Phase::kBackward), w});
     data.push_back({micro, samples, at(r.phases, Phase::kData), w});
     optimizer.push_back({static_cast<double>(n.optimizer_steps), static_cast<double>(n.optimizer_steps) * n.parameters,
@@ -309,11 +327,12 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
     }
     logging.push_back({e, static_cast<double>(n.logging_events), at(r.phases, Phase::kLogging), w});
     if (r.config.monitor_per_step) monitor.push_back({micro, 0, at(r.phases, Phase::kMonitor), w});
+    host.push_back({static_cast<double>(n.optimizer_steps), 0, at(r.phases, Phase::kOther), w});
   }
   // A fixed cost per micro-batch is only told apart from FLOPs by runs of several shapes;
   // otherwise everything is rate, so that other batch sizes and widths scale with FLOPs.
-  const auto [a_mb, inverse_rate] = fit_two_nonnegative(compute, 2);
-  m.fixed_seconds_per_step = a_mb;
+  const auto [fixed, inverse_rate] = fit_two_nonnegative(compute, 2);
+  (on_gpu ? m.seconds_per_kernel : m.fixed_seconds_per_step) = fixed;
   m.flops_per_second = inverse_rate > 0 ? 1.0 / inverse_rate : 0.0;
   const auto [d0, d1] = fit_two_nonnegative(data, 2);
   m.data_seconds_per_micro_batch = d0;
@@ -332,12 +351,13 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
   m.fixed_seconds_per_epoch = l0;
   m.logging_seconds_per_event = l1;
   m.monitor_seconds_per_micro_batch = fit_one_nonnegative(monitor);
+  m.host_seconds_per_step = fit_one_nonnegative(host);
 
   // Contention: the multi-device runs' per-rank work over what the 1-device prices give.
   if (have_single) {
     std::vector<Row> shared, probe;
     for (const MeasuredRun& r : runs) {
-      if (r.config.devices < 2) continue;
+      if (r.config.devices < 2 || launched_eagerly(r)) continue;
       ModelParameters alone = m;
       alone.jitter_fraction = 0;
       const PhaseTimes base = predict_phases(alone, r.config, r.counts, 0.0);
@@ -377,14 +397,31 @@ ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const Al
   // their compute.
   std::vector<Row> jitter;
   for (const MeasuredRun& r : runs) {
-    if (r.config.devices < 2) continue;
+    if (r.config.devices < 2 || launched_eagerly(r)) continue;
     const double allreduce_s = static_cast<double>(r.config.epochs) * r.counts.syncs_per_epoch *
                                sync_seconds(r.counts, r.config.devices, m.alpha_seconds, m.beta_bytes_per_second);
     jitter.push_back({at(r.phases, Phase::kForward) + at(r.phases, Phase::kBackward), 0,
                       at(r.phases, Phase::kCommWait) - allreduce_s, r.wall_seconds > 0 ? 1.0 / r.wall_seconds : 1.0});
   }
   m.jitter_fraction = fit_one_nonnegative(jitter);
+
+  // Launching from the host: what each eager run took beyond the graph runs' prices, per launch.
+  std::vector<Row> eager;
+  for (const MeasuredRun& r : runs) {
+    if (!launched_eagerly(r)) continue;
+    const double sync_s = sync_seconds(r.counts, r.config.devices, m.alpha_seconds, m.beta_bytes_per_second);
+    const double modelled = sum(predict_phases(m, r.config, r.counts, sync_s));
+    eager.push_back({static_cast<double>(r.counts.kernels), 0, r.wall_seconds - modelled,
+                     r.wall_seconds > 0 ? 1.0 / r.wall_seconds : 1.0});
+  }
+  m.eager_seconds_per_kernel = fit_one_nonnegative(eager);
   return m;
+}
+
+double fixed_seconds_per_micro_batch(const ModelParameters& model, const WorkloadConfig& config,
+                                     const WorkloadCounts& counts) {
+  return model.fixed_seconds_per_step +
+         (config.on_gpu ? static_cast<double>(counts.kernels_per_micro_batch) * model.seconds_per_kernel : 0.0);
 }
 
 nlohmann::json to_json(const ModelParameters& model) {
@@ -397,6 +434,7 @@ ModelParameters model_from_json(const nlohmann::json& model) {
   if (!model.is_object()) throw DataError("\"model\" is not a JSON object");
   ModelParameters out;
   for (const JsonField& f : kModelFields) {
+    if (!f.required && !model.contains(f.name)) continue;
     const double value = number_field(model, f.name, "\"model\"");
     if (value < 0) throw DataError(fmt::format("\"model\" field \"{}\" is {}, expected a number >= 0", f.name, value));
     out.*f.member = value;

@@ -7,8 +7,10 @@
 // training and forward GEMM FLOPs per sample, the phases of summary.json are:
 //
 //   startup    = s1                    (+ s_launch when W > 1: mpirun, MPI init)
-//   forward    = E * (M * a_mb + S * Ft / R) * Ff/Ft   (the micro-batch compute, split by
-//   backward   = E * (M * a_mb + S * Ft / R) * (1 - Ff/Ft)   FLOP share; fitted as one sum)
+//   forward    = E * (M * a + S * Ft / R) * Ff/Ft   (the micro-batch compute, split by
+//   backward   = E * (M * a + S * Ft / R) * (1 - Ff/Ft)   FLOP share; fitted as one sum)
+//                a, the fixed seconds of a micro-batch: a_mb on a CPU; on a GPU K * a_k, its
+//                K launches (WorkloadCounts::kernels_per_micro_batch) at a price each
 //   data       = E * (M * d0 + S * d1)
 //   comm_wait  = E * (syncs * T_sync + jitter * (M * a_mb + S * Ft / R))      (W > 1 only)
 //                T_sync = sum over DDP's gradient buckets of the ring allreduce T(W, bytes)
@@ -22,7 +24,10 @@
 //   backward, data, optimizer and validation are multiplied by (1 + compute_contention *
 //   (W - 1)) and monitor by (1 + monitor_contention * (W - 1)); devices behind another
 //   interconnect each have their own cores and memory
-//   other      = 0
+//   other      = E * steps * h        (the host's time per step that no phase holds: on a GPU,
+//                                       where the device waited for the host)
+//              + L * e                 (a GPU run with --no-cuda-graph: its L launches,
+//                                       WorkloadCounts::kernels, each from the host)
 //   wall       = the sum of the phases.
 //
 // A rate of 0 (flops_per_second, val_flops_per_second, beta) means that no cost proportional
@@ -73,6 +78,9 @@ struct ModelParameters {
   double beta_bytes_per_second = 0;            // measured allreduce bandwidth (busbw)
   double flops_per_second = 0;                 // R: effective GEMM rate of training
   double fixed_seconds_per_step = 0;           // a_mb: fixed forward+backward seconds per micro-batch
+  double seconds_per_kernel = 0;               // a_k: the same on a GPU, per launch in a CUDA graph
+  double eager_seconds_per_kernel = 0;         // e: what a launch from the host adds (--no-cuda-graph)
+  double host_seconds_per_step = 0;            // h: "other" per optimizer step
   double fixed_seconds_per_epoch = 0;          // l0: logging per epoch (loggers' flush)
   double startup_seconds = 0;                  // s1
   double launch_seconds = 0;                   // s_launch, added when W > 1
@@ -123,13 +131,21 @@ void require_finite_prediction(const ModelParameters& model, const WorkloadConfi
 //   l1 = 0;
 // - no run validated: a_val = 0, R_val = R; no run with the per-step probe: m = 0;
 // - no 1-device run: s1 = the multi-device runs' start-up, s_launch = 0; no multi-device run:
-//   s_launch = 0, jitter = 0.
+//   s_launch = 0, jitter = 0;
+// - on a GPU, with runs in CUDA graphs, every price but e comes from those, and e from what
+//   the eager runs (--no-cuda-graph) took beyond them per launch; with eager runs only, e = 0.
+// DataError when the runs are of both a CPU and a GPU: their prices are different machines'.
 // DataError when a summary lacks a field, or its counts (optimizer_steps, train_samples)
 // differ from the counted ones (a run stopped by max_steps cannot be priced per epoch).
 ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const AllreduceFit& allreduce);
 
+// The fixed seconds of one micro-batch's forward and backward: a_mb, or on a GPU K * a_k.
+double fixed_seconds_per_micro_batch(const ModelParameters& model, const WorkloadConfig& config,
+                                     const WorkloadCounts& counts);
+
 // doctor.json's "model" block, and back. model_from_json throws DataError naming the field
-// that is missing, not a number, negative or not finite.
+// that is missing, not a number, negative or not finite; the GPU's prices (a_k, e, h), which
+// older doctor.json files lack, are 0 when missing.
 nlohmann::json to_json(const ModelParameters& model);
 ModelParameters model_from_json(const nlohmann::json& model);
 

@@ -94,6 +94,13 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
     n.training_flops_per_sample += l == 0 ? 2 * gemm : 3 * gemm;
   }
   n.parameters = static_cast<int64_t>(parameter_count(layers));
+  const auto linear = static_cast<int64_t>(layers.size());
+  n.kernels_per_micro_batch = 4 * linear + 1;
+  n.kernels_per_optimizer_step = 3;
+  n.kernels_per_val_batch = linear + 2;
+  n.kernels = c.epochs * (n.micro_batches_per_epoch * n.kernels_per_micro_batch +
+                          n.optimizer_steps_per_epoch * n.kernels_per_optimizer_step) +
+              n.validations * n.val_batches_rank0 * n.kernels_per_val_batch;
   // The trainer's plan: PyTorch's 1 MiB first bucket, capped by --bucket-cap-mb.
   const auto cap = static_cast<std::size_t>(c.bucket_cap_mb * (1 << 20));
   for (const GradBucket& bucket : plan_buckets(layers, std::max<std::size_t>(cap, 1),
@@ -122,6 +129,8 @@ WorkloadConfig workload_for(const Config& config, int devices) {
   w.bucket_cap_mb = t.bucket_cap_mb;
   w.sync_every_micro_batch = t.sync_every_micro_batch;
   w.monitor_per_step = t.monitor_mode == MonitorMode::kPerStep;
+  w.on_gpu = t.accelerator == Accelerator::kCuda;
+  w.cuda_graph = !t.no_cuda_graph;
   return w;
 }
 
@@ -160,6 +169,15 @@ WorkloadConfig workload_from_config(const nlohmann::json& config, int default_de
       throw DataError(fmt::format("config field \"monitor_mode\" is {}, expected a string", mode->dump()));
     w.monitor_per_step = mode->get<std::string>() == "per-step";
   }
+  // A config's "accelerator" may be "auto"; a summary's top-level one says what ran.
+  if (const nlohmann::json* accelerator = field(config, "accelerator")) {
+    if (!accelerator->is_string())
+      throw DataError(fmt::format("config field \"accelerator\" is {}, expected a string", accelerator->dump()));
+    w.on_gpu = accelerator->get<std::string>() == "cuda";
+  }
+  bool no_cuda_graph = false;
+  read_bool(config, "no_cuda_graph", no_cuda_graph);
+  w.cuda_graph = !no_cuda_graph;
   return w;
 }
 
@@ -178,7 +196,8 @@ bool is_workload_key(std::string_view key) {
                                         "limit_train_batches",
                                         "bucket_cap_mb",
                                         "sync_every_micro_batch",
-                                        "monitor_mode"};
+                                        "monitor_mode",
+                                        "no_cuda_graph"};
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
@@ -193,12 +212,19 @@ WorkloadConfig workload_from_summary(const nlohmann::json& summary) {
   WorkloadConfig w = workload_from_config(*config, static_cast<int>(integer_field(*world, "world_size")));
   w.devices = static_cast<int>(integer_field(*world, "world_size"));  // what ran, whatever was asked
   w.epochs = integer_field(*epochs, "epochs");
+  if (const nlohmann::json* accelerator = field(summary, "accelerator")) {
+    if (!accelerator->is_string())
+      throw DataError(
+          fmt::format("a run's summary field \"accelerator\" is {}, expected a string", accelerator->dump()));
+    w.on_gpu = accelerator->get<std::string>() == "cuda";
+  }
   return w;
 }
 
 WorkloadConfig workload_from_run_summary(const RunSummary& summary) {
   WorkloadConfig w = workload_for(summary.typed_config(), summary.world_size);
   w.epochs = summary.epochs;
+  w.on_gpu = summary.accelerator == "cuda";
   return w;
 }
 

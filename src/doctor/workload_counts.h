@@ -34,6 +34,8 @@ struct WorkloadConfig {
   double bucket_cap_mb = 25.0;
   bool sync_every_micro_batch = false;
   bool monitor_per_step = false;          // --monitor-mode per-step: a probe in every micro-batch
+  bool on_gpu = false;                    // trained on a GPU (summary.json's "accelerator": "cuda")
+  bool cuda_graph = true;                 // on a GPU: one CUDA graph per step (false: --no-cuda-graph)
   std::string interconnect = "measured";  // "measured" (the fitted alpha, beta) or a preset name
 };
 
@@ -60,6 +62,15 @@ struct WorkloadCounts {
   double training_flops_per_sample = 0;
   int64_t parameters = 0;
   std::vector<int64_t> bucket_bytes;  // gradient buckets of one sync (float32), DDP's plan
+  // A GPU step's launches (src/gpu/train_step_gpu_cuda.cpp), counted whatever the accelerator,
+  // with L = hidden_layers + 1 linear layers: per micro-batch the batch's generation, L forward
+  // GEMMs, the loss, L ReLU/bias-gradient kernels, L weight-gradient and L - 1 input-gradient
+  // GEMMs (4L + 1); per optimizer step the gradients' memset, the optimizer and the step cursor
+  // (3); per validation batch the generation, L GEMMs and the loss (L + 2).
+  int64_t kernels_per_micro_batch = 0;
+  int64_t kernels_per_optimizer_step = 0;
+  int64_t kernels_per_val_batch = 0;
+  int64_t kernels = 0;  // the whole run's launches: training steps and rank zero's validations
 };
 
 // Throws UsageError when a field is out of range (devices, sizes, k, ... < 1).

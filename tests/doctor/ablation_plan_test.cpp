@@ -1,4 +1,4 @@
-// Which ablations the doctor plans for a configuration: here, the strategy's.
+// Which ablations the doctor plans for a configuration: the strategy's, and a GPU's.
 #include "doctor/ablation.h"
 
 #include <gtest/gtest.h>
@@ -55,6 +55,41 @@ TEST(AblationPlan, SyncingEveryMicroBatchIsNotCombinedWithZero1) {
   c.trainer.accumulate_grad_batches = 3;
   c.trainer.sync_every_micro_batch = true;  // --strategy ddp_zero1 refuses it
   EXPECT_EQ(find(plan_ablations(c, 3), "strategy=ddp_zero1"), nullptr);
+}
+
+TEST(AblationPlan, OneGpuAblatesTheProbeTheGraphThePrecisionAndTheSizesAndNothingOfACpu) {
+  Config c;
+  c.trainer.accelerator = Accelerator::kCuda;
+  c.trainer.monitor_mode = MonitorMode::kPerStep;
+  const auto plan = plan_ablations(c, 1);
+  for (const char* planned : {"monitor-background", "no-cuda-graph", "precision=tf32", "batch=1024", "width=1024"}) {
+    EXPECT_NE(find(plan, planned), nullptr) << planned;
+  }
+  for (const char* refused : {"loader-workers=1", "strategy=ddp_zero1", "precision=32-true", "cuda-graph"}) {
+    EXPECT_EQ(find(plan, refused), nullptr) << refused;
+  }
+  for (const Ablation& a : plan) {
+    EXPECT_FALSE(a.multi_device_only) << a.name;  // one GPU: nothing to ablate across devices
+    EXPECT_EQ(a.name.find("threads"), std::string::npos) << a.name;
+  }
+  Config applied = c;
+  find(plan, "precision=tf32")->apply(applied);
+  EXPECT_EQ(applied.trainer.precision, Precision::kTf32);
+}
+
+TEST(AblationPlan, EagerLaunchesAreAHabitSpreadOverEveryPhase) {
+  Config c;
+  c.trainer.accelerator = Accelerator::kCuda;
+  c.trainer.no_cuda_graph = true;
+  const auto plan = plan_ablations(c, 1);
+  const Ablation* graph = find(plan, "cuda-graph");
+  ASSERT_NE(graph, nullptr);
+  EXPECT_FALSE(graph->habit.empty());
+  EXPECT_TRUE(graph->phase.empty());  // charged its difference in wall time, start-up aside
+  Config applied = c;
+  graph->apply(applied);
+  EXPECT_FALSE(applied.trainer.no_cuda_graph);
+  EXPECT_EQ(find(plan, "no-cuda-graph"), nullptr);
 }
 
 }  // namespace

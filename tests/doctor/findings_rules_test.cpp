@@ -158,6 +158,24 @@ TEST(FindingsRules, AFailedAblationOrBaselineGivesNoHabitFinding) {
   EXPECT_TRUE(habit_findings_of(baseline, ok).empty());
 }
 
+TEST(FindingsRules, AHabitWithoutAPhaseOfItsOwnIsChargedItsWallTimeStartUpAside) {
+  // A GPU's eager launches (--no-cuda-graph) stretch every phase: 10 s with 1 s of start-up
+  // against 6 s with the same start-up when one CUDA graph launches each step.
+  const RunRecord baseline = synthetic_run(1, 10.0, {{"startup", 1.0}});
+  AblationResult graph;
+  graph.name = "cuda-graph";
+  graph.habit = "Launching every kernel of the step from the host";
+  graph.fix = "Drop `--no-cuda-graph`.";
+  graph.run = synthetic_run(1, 6.0, {{"startup", 1.0}});
+  graph.run.label = "devices=1 cuda-graph";
+  graph.baseline = &baseline;
+  const std::vector<Finding> findings = habit_findings_of(baseline, graph);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NEAR(findings[0].cost_seconds, 4.0, 1e-12);
+  EXPECT_TRUE(contains(findings[0].detail, "training (start-up aside) took 9.000 s; with cuda-graph it took 5.000 s"))
+      << findings[0].detail;
+}
+
 // --- no habit finding that the noise could explain
 
 TEST(FindingsRules, TheSameHabitCostInsideTheNoiseBandIsNotFound) {

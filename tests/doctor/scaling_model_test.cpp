@@ -31,6 +31,25 @@ ModelParameters known_parameters() {
   m.jitter_fraction = 0.03;
   m.compute_contention = 0.07;  // ranks sharing the machine: 7 % slower per extra rank
   m.monitor_contention = 0.9;
+  m.host_seconds_per_step = 6e-6;
+  return m;
+}
+
+// A GPU's prices: a fixed cost per launch instead of per micro-batch, and what launching
+// each kernel from the host adds.
+ModelParameters known_gpu_parameters() {
+  ModelParameters m = known_parameters();
+  m.fixed_seconds_per_step = 0;
+  m.seconds_per_kernel = 1.3e-6;
+  m.eager_seconds_per_kernel = 3.1e-6;
+  m.host_seconds_per_step = 9e-6;
+  m.flops_per_second = 40e12;
+  m.compute_contention = 0;  // one GPU: no ranks share it
+  m.monitor_contention = 0;
+  m.launch_seconds = 0;
+  m.jitter_fraction = 0;
+  m.alpha_seconds = 0;
+  m.beta_bytes_per_second = 0;
   return m;
 }
 
@@ -59,7 +78,9 @@ nlohmann::json synthetic_summary(const ModelParameters& model, const WorkloadCon
             {"devices", c.devices},
             {"bucket_cap_mb", c.bucket_cap_mb},
             {"sync_every_micro_batch", c.sync_every_micro_batch},
-            {"monitor_mode", c.monitor_per_step ? "per-step" : "background"}}},
+            {"monitor_mode", c.monitor_per_step ? "per-step" : "background"},
+            {"no_cuda_graph", !c.cuda_graph}}},
+          {"accelerator", c.on_gpu ? "cuda" : "cpu"},
           {"world_size", c.devices},
           {"epochs", c.epochs},
           {"optimizer_steps", p.counts.optimizer_steps},
@@ -238,6 +259,61 @@ TEST(ScalingModel, FitRecoversEveryParameterAndWallExactly) {
   }
 }
 
+// One GPU: batches, widths and depths (launches per micro-batch grow with depth), some runs
+// eager (--no-cuda-graph), some with the per-step probe.
+TEST(ScalingModel, GpuFitRecoversThePricePerLaunchAndWhatEagerLaunchesAdd) {
+  const ModelParameters known = known_gpu_parameters();
+  std::vector<WorkloadConfig> configs;
+  int i = 0;
+  for (int64_t batch : {16, 256, 1024}) {
+    for (int64_t layers : {1, 3, 7}) {
+      for (const bool graph : {true, false}) {
+        WorkloadConfig c;
+        c.on_gpu = true;
+        c.cuda_graph = graph;
+        c.batch_size = batch;
+        c.hidden_layers = layers;
+        c.hidden_size = i % 2 ? 256 : 512;
+        c.dataset_size = 4000 + 13 * i;
+        c.epochs = 3 + i % 3;
+        c.accumulate_grad_batches = 1 + i % 3;
+        c.log_every_n_steps = 4 + i % 5;
+        c.monitor_per_step = i % 4 == 0;
+        configs.push_back(c);
+        ++i;
+      }
+    }
+  }
+  std::vector<nlohmann::json> summaries;
+  for (const WorkloadConfig& c : configs) summaries.push_back(synthetic_summary(known, c));
+  const ModelParameters fitted = fit_model(summaries, AllreduceFit{});
+  expect_same_parameters(fitted, known);
+  for (std::size_t j = 0; j < configs.size(); ++j) {
+    expect_relative(predict(fitted, configs[j]).wall_seconds, summaries[j]["wall_seconds"].get<double>(), "wall");
+  }
+  // Eager launches are the host's: they land in other, one price per launch of the run.
+  const WorkloadConfig graph = configs[0];
+  WorkloadConfig eager = graph;
+  eager.cuda_graph = false;
+  const Prediction e = predict(fitted, eager), g = predict(fitted, graph);
+  const auto other = static_cast<std::size_t>(Phase::kOther);
+  expect_relative(e.phases[other] - g.phases[other],
+                  static_cast<double>(e.counts.kernels) * known.eager_seconds_per_kernel, "eager launches");
+}
+
+TEST(ScalingModel, FitRefusesRunsOfACpuAndAGpuTogether) {
+  WorkloadConfig cpu, gpu;
+  cpu.epochs = gpu.epochs = 2;
+  gpu.on_gpu = true;
+  try {
+    fit_model({synthetic_summary(known_parameters(), cpu), synthetic_summary(known_gpu_parameters(), gpu)},
+              AllreduceFit{});
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "the runs are of both a CPU and a GPU; a scaling model prices one kind of device");
+  }
+}
+
 TEST(ScalingModel, FitOfOneRunPutsComputeIntoTheRate) {
   ModelParameters known = known_parameters();
   WorkloadConfig c;
@@ -294,15 +370,24 @@ TEST(ScalingModel, FitRejectsRunsItCannotCount) {
 TEST(ScalingModel, JsonRoundTripAndErrors) {
   const ModelParameters known = known_parameters();
   const nlohmann::json j = to_json(known);
-  EXPECT_EQ(j.size(), 18u);
+  EXPECT_EQ(j.size(), 21u);
   for (const char* name : {"alpha_seconds", "beta_bytes_per_second", "flops_per_second", "fixed_seconds_per_step",
                            "fixed_seconds_per_epoch", "startup_seconds", "launch_seconds", "val_flops_per_second",
                            "val_fixed_seconds_per_batch", "data_seconds_per_micro_batch", "data_seconds_per_sample",
                            "optimizer_seconds_per_step", "optimizer_seconds_per_parameter", "logging_seconds_per_event",
-                           "monitor_seconds_per_micro_batch", "jitter_fraction"}) {
+                           "monitor_seconds_per_micro_batch", "jitter_fraction", "seconds_per_kernel",
+                           "eager_seconds_per_kernel", "host_seconds_per_step"}) {
     EXPECT_TRUE(j.contains(name)) << name;
   }
   EXPECT_EQ(to_json(model_from_json(nlohmann::json::parse(j.dump()))), j);
+  // A doctor.json from before the GPU's prices: they read as 0, the rest as written.
+  nlohmann::json older = j;
+  for (const char* name : {"seconds_per_kernel", "eager_seconds_per_kernel", "host_seconds_per_step"})
+    older.erase(name);
+  const ModelParameters read = model_from_json(older);
+  EXPECT_EQ(read.host_seconds_per_step, 0.0);
+  EXPECT_EQ(read.seconds_per_kernel, 0.0);
+  EXPECT_EQ(read.flops_per_second, known.flops_per_second);
 
   nlohmann::json missing = j;
   missing.erase("jitter_fraction");

@@ -56,6 +56,18 @@ TEST(WorkloadCounts, SeedModelFlopsParametersAndOneBucket) {
   EXPECT_EQ(n.bucket_bytes[0], 538628);
 }
 
+// The seed's 4 linear layers on a GPU (src/gpu/train_step_gpu_cuda.cpp): per micro-batch the
+// batch's generation, 4 forward GEMMs, the loss, 4 ReLU/bias-gradient kernels, 4 dW and 3 dX
+// GEMMs; per step the memset, Adam and the cursor; per validation batch 1 + 4 + 1.
+TEST(WorkloadCounts, SeedKernelLaunchesOnAGpu) {
+  const WorkloadCounts n = count_workload(seed(1, 3));
+  EXPECT_EQ(n.kernels_per_micro_batch, 17);
+  EXPECT_EQ(n.kernels_per_optimizer_step, 3);
+  EXPECT_EQ(n.kernels_per_val_batch, 6);
+  // 200 epochs of 20 micro-batches and 7 steps, then 200 validations of 20 batches
+  EXPECT_EQ(n.kernels, 200 * (20 * 17 + 7 * 3) + 200 * 20 * 6);
+}
+
 TEST(WorkloadCounts, SmallBucketCapSplitsTheGradientsByLayer) {
   WorkloadConfig c = seed(2, 1);
   c.bucket_cap_mb = 0.3;  // 314,572 B: one 256x256 layer (263,168 B) per bucket
@@ -144,8 +156,21 @@ TEST(WorkloadCounts, ReadsASummary) {
   EXPECT_EQ(w.accumulate_grad_batches, 3);
   EXPECT_FALSE(w.limit_train_batches_is_count);
   EXPECT_TRUE(w.monitor_per_step);
+  EXPECT_FALSE(w.on_gpu);  // a summary from before the GPU engine: a CPU's
+  EXPECT_TRUE(w.cuda_graph);
+
+  nlohmann::json gpu = summary;
+  gpu["accelerator"] = "cuda";
+  gpu["config"]["accelerator"] = "auto";  // what was asked; the top level says what ran
+  gpu["config"]["no_cuda_graph"] = true;
+  const WorkloadConfig g = workload_from_summary(gpu);
+  EXPECT_TRUE(g.on_gpu);
+  EXPECT_FALSE(g.cuda_graph);
 
   nlohmann::json bad = summary;
+  bad["accelerator"] = 1;
+  EXPECT_THROW(workload_from_summary(bad), DataError);
+  bad = summary;
   bad["config"]["batch_size"] = "big";
   EXPECT_THROW(workload_from_summary(bad), DataError);
   bad = summary;

@@ -218,8 +218,8 @@ python_step lightning_seed_no_probe "the seed's script without the probe" 120 py
 
 # 9. The doctor's GPU answer, where this ddpscope has one.
 if [[ $engine == yes ]]; then
-  run doctor_cuda 150 "$ddpscope" doctor --accelerator cuda --default-root-dir doctor
-  outcome doctor_cuda "ddpscope doctor --accelerator cuda"
+  run doctor_cuda 150 "$ddpscope" doctor --preset seed --accelerator cuda --default-root-dir doctor
+  outcome doctor_cuda "ddpscope doctor --preset seed --accelerator cuda (the seed with its per-step probe, one GPU)"
   cp "$work/doctor_cuda.out" "$OUT/doctor.txt"
   doctor_json=$(find doctor -name doctor.json 2>/dev/null | sed -n 1p)
   [[ -n $doctor_json ]] && cp "$doctor_json" "$OUT/doctor.json"

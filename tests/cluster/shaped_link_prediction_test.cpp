@@ -55,13 +55,17 @@ void expect_prediction_holds(const fs::path& dir, const std::string& login, cons
 // 5.4 ms in the runs against the alpha-beta line's 4.5 ms) -5.5, -7.5 and -6.1 %. Runs of one
 // configuration spread by up to 15 % on this shared machine, and so do the doctor's own, so
 // the bound is 15 %: the 10 % held in 8 of those 9 (and -14 % in an earlier fit at batch 32).
+// Those fits ran the doctor for 3 epochs; a clean-clone CI run then fitted the ranks' contention
+// at 0.51 from its 2-device run's 3 short epochs and over-predicted batch 128 by 17.3 % (compute
+// 0.38 s against 0.24 s). The doctor now runs 6 epochs: +5.6 % and -8.3 %, then +5.7 % and -6.2 %,
+// in two fits here.
 TEST_F(LocalCluster, DoctorsPredictionOnAShapedLinkMatchesTheRun) {
   if (testing::kSanitizerBuild) GTEST_SKIP() << "a prediction of time is checked in the release build";
   testing::shape("1gbit", "1gbit");
   const fs::path dir = testing::fresh_dir("cluster_prediction");
   const std::string login = "ip netns exec ddpscope-login " + std::string(DDPSCOPE_BINARY);
   const auto doctor = testing::run_command(
-      login + " doctor --devices 1,2 --num-nodes 2 --max-epochs 3 --mpirun-args \"" + kOptions + "\"", dir / "doctor");
+      login + " doctor --devices 1,2 --num-nodes 2 --max-epochs 6 --mpirun-args \"" + kOptions + "\"", dir / "doctor");
   ASSERT_EQ(doctor.exit_code, 0) << doctor.err << doctor.out;
   // Batch sizes and a length the doctor did not run: larger steps, and many small ones.
   expect_prediction_holds(dir, login, " --devices 2 --num-nodes 2 --batch-size 128 --max-epochs 10", "b128_", 5);

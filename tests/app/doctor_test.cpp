@@ -6,6 +6,7 @@
 #include <set>
 
 #include "support/run_command.h"
+#include "support/sanitizer_build.h"
 
 namespace ddp {
 namespace {
@@ -74,7 +75,10 @@ TEST(Doctor, FindsTheInjectedPerStepProbeAndNotWhenItIsAbsent) {
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto doc = read_json(with_probe / "ddpscope_logs/version_0/doctor.json");
   EXPECT_EQ(doc["schema"], "ddpscope.doctor/1");
-  EXPECT_TRUE(has_finding(doc, "utilization probe")) << doc["findings"].dump(2);
+  // The finding rests on a measured effect: checked in the release build, whose timing it is
+  // (under ASan one clean-clone CI run measured -13 % ±17 %, not measurable).
+  const bool measures = !testing::kSanitizerBuild;
+  if (measures) EXPECT_TRUE(has_finding(doc, "utilization probe")) << doc["findings"].dump(2);
   bool ablation = false;
   for (const auto& a : doc["ablations"]) {
     if (a["name"] == "monitor-background") {
@@ -107,7 +111,7 @@ TEST(Doctor, FindsTheInjectedPerStepProbeAndNotWhenItIsAbsent) {
     EXPECT_NE(f["title"].get<std::string>().find(" ms (±"), std::string::npos) << f.dump();
   }
   for (const auto& a : doc["ablations"]) {
-    if (a["name"] == "monitor-background") EXPECT_TRUE(a["effect"]["measurable"].get<bool>()) << a.dump();
+    if (measures && a["name"] == "monitor-background") EXPECT_TRUE(a["effect"]["measurable"].get<bool>()) << a.dump();
   }
 
   const auto without = fresh_dir("doctor_no_probe");

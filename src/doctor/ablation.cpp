@@ -84,8 +84,7 @@ std::vector<Ablation> plan_gpu_ablations(const Config& config) {
   plan_monitor_ablation(t, out);
   if (t.no_cuda_graph) {
     out.push_back({"cuda-graph", "the whole optimizer step captured once as a CUDA graph and replayed",
-                   "Launching every kernel of the step from the host",
-                   "Drop `--no-cuda-graph`: one CUDA graph per step launches the whole step at once.", "", false,
+                   "Launching every kernel of the step from the host", kCudaGraphFix, "", false,
                    [](Config& c) { c.trainer.no_cuda_graph = false; }});
   } else {
     out.push_back({"no-cuda-graph",

@@ -10,6 +10,10 @@
 
 namespace ddp {
 
+// The fix for launching each kernel from the host, in its ablation and the GPU step's finding.
+inline constexpr const char* kCudaGraphFix =
+    "Drop `--no-cuda-graph`: one CUDA graph per step launches the whole step at once.";
+
 struct Ablation {
   std::string name;  // "monitor-per-step", "batch=1024", ...
   // What the change does, in a sentence for the report.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "doctor/ablation.h"
+
 namespace ddp {
 
 GpuStepParts gpu_step_parts(const ModelParameters& m, const WorkloadConfig& w) {
@@ -27,9 +29,7 @@ GpuStepParts gpu_step_parts(const ModelParameters& m, const WorkloadConfig& w) {
 void gpu_step_finding(const FindingInputs& in, std::vector<Finding>& out) {
   if (!in.workload.on_gpu || in.device_runs.empty() || !in.device_runs.front()->ok) return;
   const RunRecord& run = *in.device_runs.front();
-  WorkloadConfig one = in.workload;
-  one.devices = run.devices;
-  const GpuStepParts p = gpu_step_parts(in.model, one);
+  const GpuStepParts p = gpu_step_parts(in.model, in.workload);  // one GPU: the workload is the run's
   const double overhead = p.total() - p.arithmetic;
   if (!(p.total() > 0) || overhead / p.total() <= kGpuOverheadMinShare) return;
 
@@ -37,7 +37,7 @@ void gpu_step_finding(const FindingInputs& in, std::vector<Finding>& out) {
       {p.monitor,
        "Sample utilization in the background (`--monitor-mode background`): the per-step probe "
        "initialises and shuts down NVML inside every step."},
-      {p.eager, "Drop `--no-cuda-graph`: one CUDA graph per step launches the whole step at once."},
+      {p.eager, kCudaGraphFix},
       {p.launch_fixed + p.data + p.optimizer + p.host,
        "Give each launch more work (`--batch-size`, a wider model): a launch costs the same whatever its size, "
        "and N GPUs only pay off once the arithmetic outweighs it."},
@@ -54,7 +54,7 @@ void gpu_step_finding(const FindingInputs& in, std::vector<Finding>& out) {
       "One optimizer step ({} micro-batch{} of {} samples, {} launches): {:.1f} µs of GEMM arithmetic at the fitted "
       "{:.1f} TFLOP/s, {:.1f} µs fixed in the forward and backward launches, {:.1f} µs generating the batches, "
       "{:.1f} µs in the optimizer, {:.1f} µs where the device waited for the host",
-      p.micro_batches, p.micro_batches == 1 ? "" : "es", one.batch_size, p.launches, us(p.arithmetic),
+      p.micro_batches, p.micro_batches == 1 ? "" : "es", in.workload.batch_size, p.launches, us(p.arithmetic),
       in.model.flops_per_second / 1e12, us(p.launch_fixed), us(p.data), us(p.optimizer), us(p.host));
   if (p.eager > 0) detail += fmt::format(", {:.1f} µs launching each kernel from the host", us(p.eager));
   if (p.monitor > 0) detail += fmt::format(", {:.1f} µs in the per-step utilization probe", us(p.monitor));

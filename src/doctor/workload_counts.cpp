@@ -44,6 +44,15 @@ void read_bool(const nlohmann::json& config, const char* key, bool& out) {
   }
 }
 
+// "accelerator", where `object` has it: whether it is "cuda". `what` names the object in errors.
+void read_on_gpu(const nlohmann::json& object, const char* what, bool& on_gpu) {
+  const nlohmann::json* accelerator = field(object, "accelerator");
+  if (!accelerator) return;
+  if (!accelerator->is_string())
+    throw DataError(fmt::format("{} \"accelerator\" is {}, expected a string", what, accelerator->dump()));
+  on_gpu = accelerator->get<std::string>() == "cuda";
+}
+
 }  // namespace
 
 int64_t validation_samples_for_rank(int64_t dataset_size, int devices, int rank) {
@@ -170,11 +179,7 @@ WorkloadConfig workload_from_config(const nlohmann::json& config, int default_de
     w.monitor_per_step = mode->get<std::string>() == "per-step";
   }
   // A config's "accelerator" may be "auto"; a summary's top-level one says what ran.
-  if (const nlohmann::json* accelerator = field(config, "accelerator")) {
-    if (!accelerator->is_string())
-      throw DataError(fmt::format("config field \"accelerator\" is {}, expected a string", accelerator->dump()));
-    w.on_gpu = accelerator->get<std::string>() == "cuda";
-  }
+  read_on_gpu(config, "config field", w.on_gpu);
   bool no_cuda_graph = false;
   read_bool(config, "no_cuda_graph", no_cuda_graph);
   w.cuda_graph = !no_cuda_graph;
@@ -212,12 +217,7 @@ WorkloadConfig workload_from_summary(const nlohmann::json& summary) {
   WorkloadConfig w = workload_from_config(*config, static_cast<int>(integer_field(*world, "world_size")));
   w.devices = static_cast<int>(integer_field(*world, "world_size"));  // what ran, whatever was asked
   w.epochs = integer_field(*epochs, "epochs");
-  if (const nlohmann::json* accelerator = field(summary, "accelerator")) {
-    if (!accelerator->is_string())
-      throw DataError(
-          fmt::format("a run's summary field \"accelerator\" is {}, expected a string", accelerator->dump()));
-    w.on_gpu = accelerator->get<std::string>() == "cuda";
-  }
+  read_on_gpu(summary, "a run's summary field", w.on_gpu);
   return w;
 }
 

@@ -37,10 +37,10 @@ if(DDPSCOPE_WITH_CUDA)
   string(REPLACE ";" " " architectures "${CMAKE_CUDA_ARCHITECTURES}")
   set_source_files_properties(src/gpu/visible_gpus_cuda.cpp PROPERTIES
                               COMPILE_DEFINITIONS "DDPSCOPE_CUDA_ARCHITECTURES=\"${architectures}\"")
-  # The dataset's generator and the optimizers must make the CPU's bits (data/philox_normal.h,
+  # The datasets' generators and the optimizers must make the CPU's bits (data/philox_normal.h,
   # optim/update_rules.h): no fusing left to nvcc.
-  set_source_files_properties(src/gpu/normal_rows_gpu.cu src/gpu/optimizer_step_gpu.cu PROPERTIES
-                              COMPILE_OPTIONS --fmad=false)
+  set_source_files_properties(src/gpu/normal_rows_gpu.cu src/gpu/dataset_rows_gpu.cu src/gpu/optimizer_step_gpu.cu
+                              PROPERTIES COMPILE_OPTIONS --fmad=false)
   # A static cudart: one binary runs with or without a driver (it reports the reason then).
   # cuBLASLt is loaded on first use (gpu/cublaslt_library.h): its headers only, no link.
   target_link_libraries(ddpscope_core PUBLIC CUDA::cudart_static ${CMAKE_DL_LIBS})

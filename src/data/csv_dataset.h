@@ -21,6 +21,9 @@ class CsvDataset : public Dataset {
   int64_t output_dim() const override { return output_dim_; }
   // The file's rows; epoch is ignored.
   void fill(int64_t epoch, std::span<const int64_t> indices, float* x, float* y) const override;
+  // The rows as loaded: inputs (rows, I) and targets (rows, O), for a GPU to upload once.
+  std::span<const float> inputs() const { return x_; }
+  std::span<const float> targets() const { return y_; }
 
  private:
   int64_t input_dim_, output_dim_;

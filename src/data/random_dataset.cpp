@@ -15,7 +15,7 @@ void RandomDataset::fill(int64_t epoch, std::span<const int64_t> indices, float*
     DDP_CHECK_LT(index, size_, "sample index out of range");
   }
   // Counter: hi = (epoch, element group), lo = index. A sample's row is x then y.
-  normal_rows(key_, static_cast<uint64_t>(epoch) << 32, indices, x, input_dim_, y, output_dim_);
+  normal_rows(key_, counter_hi(epoch), indices, x, input_dim_, y, output_dim_);
 }
 
 }  // namespace ddp

@@ -15,6 +15,8 @@ class RandomDataset : public Dataset {
   void fill(int64_t epoch, std::span<const int64_t> indices, float* x, float* y) const override;
   // The Philox key its samples are made from: a GPU makes the same ones from it.
   uint64_t key() const { return key_; }
+  // The counter hi of an epoch's samples (element group 0): new data every epoch.
+  static uint64_t counter_hi(int64_t epoch) { return static_cast<uint64_t>(epoch) << 32; }
 
  private:
   int64_t size_, input_dim_, output_dim_;

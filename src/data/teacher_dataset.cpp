@@ -14,7 +14,6 @@ namespace {
 // Counter ranges (hi) within the teacher's key, 2^32 element groups apart.
 constexpr uint64_t kHiLayer1 = uint64_t{1} << 32;
 constexpr uint64_t kHiLayer2 = uint64_t{2} << 32;
-constexpr uint64_t kHiSamples = uint64_t{3} << 32;
 constexpr uint64_t kHiProbe = uint64_t{4} << 32;
 // Inputs used once to measure the raw output's mean and spread.
 constexpr int64_t kProbeSamples = 4096;
@@ -53,7 +52,7 @@ TeacherDataset::TeacherDataset(int64_t size, int64_t input_dim, int64_t output_d
   // Standardise each output over probe inputs (drawn apart from the samples): y = (raw - mean) / std.
   std::vector<float> px(kProbeSamples * input_dim), py(kProbeSamples * output_dim);
   normal_rows(key_, kHiProbe, std::span(rows).first(kProbeSamples), px.data(), input_dim, nullptr, 0);
-  for (int64_t n = 0; n < kProbeSamples; ++n) forward(&px[n * input_dim], 0.0f, &py[n * output_dim]);
+  for (int64_t n = 0; n < kProbeSamples; ++n) teacher_forward(net(), &px[n * input_dim], 0.0f, &py[n * output_dim]);
   for (int64_t o = 0; o < output_dim; ++o) {
     double sum = 0, sum2 = 0;
     for (int64_t n = 0; n < kProbeSamples; ++n) {
@@ -67,23 +66,16 @@ TeacherDataset::TeacherDataset(int64_t size, int64_t input_dim, int64_t output_d
   }
 }
 
-void TeacherDataset::teacher(const float* x, float* y) const { forward(x, 0.0f, y); }
+void TeacherDataset::teacher(const float* x, float* y) const { teacher_forward(net(), x, 0.0f, y); }
 
-void TeacherDataset::forward(const float* x, float noise, float* y) const {
-  float hidden[kHidden];
-  std::copy(b1_.begin(), b1_.end(), hidden);
-  for (int64_t i = 0; i < input_dim_; ++i) {
-    const float* w = &w1t_[i * kHidden];
-    for (int64_t h = 0; h < kHidden; ++h) hidden[h] += x[i] * w[h];
-  }
-  for (float& h : hidden) h = std::max(h, 0.0f);
-  for (int64_t o = 0; o < output_dim_; ++o) {
-    const float* w = &w2_[o * kHidden];
-    float sum = 0.0f;
-    for (int64_t h = 0; h < kHidden; ++h) sum += w[h] * hidden[h];
-    const float clean = sum * scale_[o] + b2_[o];
-    y[o] = noise == 0.0f ? clean : clean + noise * y[o];
-  }
+TeacherNet TeacherDataset::net() const {
+  return {.w1t = w1t_.data(),
+          .b1 = b1_.data(),
+          .w2 = w2_.data(),
+          .b2 = b2_.data(),
+          .scale = scale_.data(),
+          .input_dim = input_dim_,
+          .output_dim = output_dim_};
 }
 
 void TeacherDataset::fill(int64_t /*epoch*/, std::span<const int64_t> indices, float* x, float* y) const {
@@ -92,8 +84,9 @@ void TeacherDataset::fill(int64_t /*epoch*/, std::span<const int64_t> indices, f
     DDP_CHECK_LT(index, size_, "sample index out of range");
   }
   // Inputs to x and the unit noise to y, then y = teacher(x) + kNoise * noise in place.
-  normal_rows(key_, kHiSamples, indices, x, input_dim_, y, output_dim_);
-  for (size_t j = 0; j < indices.size(); ++j) forward(&x[j * input_dim_], kNoise, &y[j * output_dim_]);
+  normal_rows(key_, kSamplesHi, indices, x, input_dim_, y, output_dim_);
+  const TeacherNet teacher = net();
+  for (size_t j = 0; j < indices.size(); ++j) teacher_forward(teacher, &x[j * input_dim_], kNoise, &y[j * output_dim_]);
 }
 
 }  // namespace ddp

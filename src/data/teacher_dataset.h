@@ -6,13 +6,14 @@
 // --dataset-size costs no memory.
 #include <vector>
 
+#include "data/teacher_net.h"
 #include "ddpscope/dataset.h"
 
 namespace ddp {
 
 class TeacherDataset : public Dataset {
  public:
-  static constexpr int64_t kHidden = 32;
+  static constexpr int64_t kHidden = TeacherNet::kHidden;
   static constexpr float kNoise = 0.01f;
 
   TeacherDataset(int64_t size, int64_t input_dim, int64_t output_dim, uint64_t seed);
@@ -26,10 +27,13 @@ class TeacherDataset : public Dataset {
   // The scaled teacher without noise: x is (input_dim), y (output_dim).
   void teacher(const float* x, float* y) const;
 
- private:
-  // y = teacher(x) + noise * y (y's old value is the unit noise; ignored when noise is 0).
-  void forward(const float* x, float noise, float* y) const;
+  // What a GPU needs to make the same samples: the weights (pointing into this dataset), the
+  // Philox key, and the samples' counter hi (the same every epoch: a fixed set of samples).
+  TeacherNet net() const;
+  uint64_t key() const { return key_; }
+  static constexpr uint64_t kSamplesHi = uint64_t{3} << 32;
 
+ private:
   int64_t size_, input_dim_, output_dim_;
   uint64_t key_;
   std::vector<float> w1t_;    // (I, kHidden): transposed so the hidden loop is contiguous

@@ -13,6 +13,7 @@
 #include "ddpscope/layer_layout.h"
 #include "ddpscope/optimizer.h"
 #include "ddpscope/option_enums.h"
+#include "gpu/gpu_data_spec.h"
 #include "observe/device_step_phases.h"
 
 namespace ddp {
@@ -26,8 +27,7 @@ struct GpuTrainingSpec {
   bool cuda_graph = true;
   int64_t batch_size = 0;
   int64_t accumulate = 1;
-  uint64_t data_key = 0;        // the random dataset's (data/random_dataset.h)
-  int64_t dataset_size = 0;     // an epoch's samples on one rank, and the validation set's
+  GpuDataSpec data;             // the dataset, an epoch's samples on one rank and the validation set
   int64_t max_epoch_steps = 0;  // the optimizer steps of the longest epoch
 };
 

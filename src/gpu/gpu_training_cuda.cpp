@@ -14,8 +14,7 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
           .math = spec.precision == Precision::kTf32 ? LtMath::kTf32 : LtMath::kFp32,
           .batch_size = spec.batch_size,
           .accumulate = spec.accumulate,
-          .data_key = spec.data_key,
-          .max_epoch_samples = spec.dataset_size,
+          .data = spec.data,
           .max_epoch_steps = spec.max_epoch_steps,
           .cuda_graph = spec.cuda_graph};
 }
@@ -23,7 +22,7 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
 }  // namespace
 
 GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer)
-    : step_(std::make_unique<GpuTrainStep>(step_config(spec), params)), dataset_size_(spec.dataset_size) {
+    : step_(std::make_unique<GpuTrainStep>(step_config(spec), params)), dataset_size_(spec.data.size) {
   std::vector<std::span<const float>> state;
   for (const auto& [name, buffer] : optimizer.state()) state.emplace_back(buffer);
   step_->load_optimizer_state(state);

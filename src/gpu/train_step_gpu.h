@@ -1,7 +1,7 @@
 #pragma once
-// The seed's training step on one GPU (issue 12): an MLP with an MSE loss on the random
-// dataset. Per optimizer step: the gradients zeroed; for each of its k micro-batches, the
-// samples made on the device from the epoch's order (data/random_dataset.cpp's counters),
+// The seed's training step on one GPU (issue 12): an MLP with an MSE loss on the random or
+// teacher dataset or a CSV file's rows. Per optimizer step: the gradients zeroed; for each of
+// its k micro-batches, the samples made on the device from the epoch's order (gpu/gpu_samples.h),
 // forward, the fused loss and its gradient (Lightning's loss / k), backward; then the
 // optimizer (PyTorch's equations, optim/update_rules.h). With cuda_graph, each step shape
 // (its micro-batch sizes) is captured once as a CUDA graph and replayed, one launch per step;
@@ -21,6 +21,7 @@
 #include "gpu/cuda_graph.h"
 #include "gpu/cuda_stream.h"
 #include "gpu/device_array.h"
+#include "gpu/gpu_samples.h"
 #include "gpu/lt_gemm.h"
 #include "gpu/mlp_gpu.h"
 #include "gpu/step_cursor.h"
@@ -33,11 +34,10 @@ struct GpuStepConfig {
   MlpShape shape;
   OptimizerConfig optimizer;
   LtMath math = LtMath::kFp32;
-  int64_t batch_size = 0;         // samples per micro-batch (an epoch's last may have fewer)
-  int64_t accumulate = 1;         // micro-batches per optimizer step (accumulate_grad_batches)
-  uint64_t data_key = 0;          // the random dataset's key: stream_key(seed, kStreamData)
-  int64_t max_epoch_samples = 0;  // the longest order start_epoch is given
-  int64_t max_epoch_steps = 0;    // the most optimizer steps an epoch takes
+  int64_t batch_size = 0;       // samples per micro-batch (an epoch's last may have fewer)
+  int64_t accumulate = 1;       // micro-batches per optimizer step (accumulate_grad_batches)
+  GpuDataSpec data;             // the samples; its size: the longest order start_epoch is given
+  int64_t max_epoch_steps = 0;  // the most optimizer steps an epoch takes
   bool cuda_graph = true;
 };
 
@@ -100,6 +100,7 @@ class GpuTrainStep {
   LtGemm lt_;
   DeviceArray<float> params_, grads_, state0_, state1_;
   GpuActivationMemory activations_;
+  GpuSamples samples_;
   DeviceArray<float> x_, y_;
   DeviceArray<int64_t> order_;
   DeviceArray<StepCursor> cursor_;

@@ -7,7 +7,6 @@
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/mse_loss_gpu.h"
-#include "gpu/normal_rows_gpu.h"
 #include "gpu/optimizer_step_gpu.h"
 #include "optim/update_scalars.h"
 #include "tensor/mse_rule.h"
@@ -32,14 +31,15 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
       state0_(is_adam(config.optimizer) || has_momentum(config.optimizer) ? static_cast<std::size_t>(num_params_) : 0),
       state1_(is_adam(config.optimizer) ? static_cast<std::size_t>(num_params_) : 0),
       activations_(config.shape, config.batch_size),
+      samples_(config.data, config.shape.input_dim, config.shape.output_dim),
       x_(floats(config.batch_size, config.shape.input_dim)),
       y_(floats(config.batch_size, config.shape.output_dim)),
-      order_(static_cast<std::size_t>(config.max_epoch_samples)),
+      order_(static_cast<std::size_t>(config.data.size)),
       cursor_(1),
       adam_table_(is_adam(config.optimizer) ? static_cast<std::size_t>(config.max_epoch_steps) : 0),
       sgd_table_(is_adam(config.optimizer) ? 0 : static_cast<std::size_t>(config.max_epoch_steps)),
       sum_squares_(static_cast<std::size_t>(config.max_epoch_steps * config.accumulate)),
-      in_order_(static_cast<std::size_t>(config.max_epoch_samples)),
+      in_order_(static_cast<std::size_t>(config.data.size)),
       val_cursor_(1),
       val_sum_squares_(1),
       val_nonfinite_(1),
@@ -48,7 +48,7 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
   DDP_CHECK_GT(config.accumulate, 0);
   DDP_CHECK_EQ(params.size(), static_cast<std::size_t>(num_params_));
   params_.copy_from(params.data(), params.size());
-  std::vector<int64_t> identity(static_cast<std::size_t>(config.max_epoch_samples));
+  std::vector<int64_t> identity(static_cast<std::size_t>(config.data.size));
   std::iota(identity.begin(), identity.end(), int64_t{0});
   in_order_.copy_from(identity.data(), identity.size());
 }
@@ -67,12 +67,12 @@ void GpuTrainStep::load_optimizer_state(const std::vector<std::span<const float>
 
 void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before,
                                int64_t steps_in_epoch) {
-  DDP_CHECK_LE(static_cast<int64_t>(order.size()), config_.max_epoch_samples, "an epoch longer than allocated for");
+  DDP_CHECK_LE(static_cast<int64_t>(order.size()), config_.data.size, "an epoch longer than allocated for");
   DDP_CHECK_LE(steps_in_epoch, config_.max_epoch_steps, "an epoch of more steps than allocated for");
   timed_marks_ = 0;                 // a timed step not taken is dropped with its reference
   timer_.reference(stream_.get());  // synchronises: the last epoch's steps read what follows
   order_.copy_from(order.data(), order.size());
-  const StepCursor cursor{static_cast<uint64_t>(epoch) << 32, 0, 0};
+  const StepCursor cursor{samples_.counter_hi(epoch), 0, 0};
   cursor_.copy_from(&cursor, 1);
   check_cuda(cudaMemset(sum_squares_.data(), 0, sum_squares_.count() * sizeof(double)), "cudaMemset");
   // The optimizer's scalars for each of the epoch's steps, as the host optimizers compute them.
@@ -128,12 +128,12 @@ void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes, const StepTim
   mark();
   check_cuda(cudaMemsetAsync(grads_.data(), 0, grads_.count() * sizeof(float), stream_.get()), "cudaMemsetAsync");
   mark();
-  const int64_t in = config_.shape.input_dim, out = config_.shape.output_dim;
+  const int64_t out = config_.shape.output_dim;
   const GpuActivations& act = activations_.view();
   for (std::size_t j = 0; j < sizes.size(); ++j) {
     const int64_t b = sizes[j];
-    launch_normal_rows_at(config_.data_key, cursor_.data(), order_.data(), static_cast<int64_t>(j), config_.batch_size,
-                          b, x_.data(), in, y_.data(), out, stream_.get());
+    samples_.enqueue(cursor_.data(), order_.data(), static_cast<int64_t>(j), config_.batch_size, b, x_.data(),
+                     y_.data(), stream_.get());
     mark();
     const float* pred = mlp_forward_gpu(lt_, layers_, params_.data(), x_.data(), b, act, stream_.get());
     const float loss_scale = 1.0f / static_cast<float>(config_.accumulate);  // Lightning divides by k
@@ -166,9 +166,9 @@ std::vector<double> GpuTrainStep::epoch_sum_squares() const {
 }
 
 GpuLossTotals GpuTrainStep::validate(int64_t epoch, int64_t samples) {
-  DDP_CHECK(samples > 0 && samples <= config_.max_epoch_samples, "validation of 1 to max_epoch_samples samples");
+  DDP_CHECK(samples > 0 && samples <= config_.data.size, "validation of 1 to the dataset's samples");
   check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");  // the last pass reads these
-  const StepCursor cursor{static_cast<uint64_t>(epoch) << 32, 0, 0};
+  const StepCursor cursor{samples_.counter_hi(epoch), 0, 0};
   val_cursor_.copy_from(&cursor, 1);
   check_cuda(cudaMemset(val_sum_squares_.data(), 0, sizeof(double)), "cudaMemset");
   check_cuda(cudaMemset(val_nonfinite_.data(), 0, sizeof(int)), "cudaMemset");
@@ -182,12 +182,12 @@ GpuLossTotals GpuTrainStep::validate(int64_t epoch, int64_t samples) {
 }
 
 void GpuTrainStep::enqueue_validation(int64_t samples) {
-  const int64_t in = config_.shape.input_dim, out = config_.shape.output_dim;
+  const int64_t out = config_.shape.output_dim;
   const GpuActivations& act = activations_.view();
   for (int64_t j = 0; j * config_.batch_size < samples; ++j) {
     const int64_t b = std::min(config_.batch_size, samples - j * config_.batch_size);
-    launch_normal_rows_at(config_.data_key, val_cursor_.data(), in_order_.data(), j, config_.batch_size, b, x_.data(),
-                          in, y_.data(), out, stream_.get());
+    samples_.enqueue(val_cursor_.data(), in_order_.data(), j, config_.batch_size, b, x_.data(), y_.data(),
+                     stream_.get());
     const float* pred = mlp_forward_gpu(lt_, layers_, params_.data(), x_.data(), b, act, stream_.get());
     // The kernel's gradient goes to the activations' scratch, unread: validation only sums.
     launch_mse_loss_and_gradient(pred, y_.data(), act.gradient, b * out, 1.0f, val_sum_squares_.data(),

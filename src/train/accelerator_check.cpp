@@ -33,7 +33,7 @@ void refuse_gpu_options_on_cpu(const TrainerOptions& options, const std::string&
 
 }  // namespace
 
-std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_random_data) {
+std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_gpu_data) {
   const int devices = std::max(options.devices, 1) * options.num_nodes;
   if (devices > 1) {
     return fmt::format(
@@ -47,9 +47,9 @@ std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_r
   if (options.precision == Precision::kBf16Mixed) {
     return "--precision bf16-mixed is not built yet on GPUs; use 32-true or tf32";
   }
-  if (!regression_on_random_data) {
-    return "the GPU engine trains the built-in regression task on --data random only (its samples are made on the "
-           "GPU); train --data teacher, csv: files and custom modules with --accelerator cpu";
+  if (!regression_on_gpu_data) {
+    return "the GPU engine trains the built-in regression task on --data random, teacher or csv:PATH (it makes their "
+           "samples on the GPU); train custom modules and datasets with --accelerator cpu";
   }
   return "";
 }
@@ -60,12 +60,13 @@ void check_accelerator(const Config& config) {
     refuse_gpu_options_on_cpu(options, "this run is on CPU (--accelerator cpu)");
     return;
   }
-  const bool regression_on_random_data = config.data.data == "random";
+  const std::string& data = config.data.data;
+  const bool regression_on_gpu_data = data == "random" || data == "teacher" || data.starts_with("csv:");
   if (options.accelerator == Accelerator::kCuda) {
-    trains_on_gpu(options, regression_on_random_data);  // or refuses, saying why
+    trains_on_gpu(options, regression_on_gpu_data);  // or refuses, saying why
     return;
   }
-  const std::string lacks = gpu_engine_lacks(options, regression_on_random_data);
+  const std::string lacks = gpu_engine_lacks(options, regression_on_gpu_data);
   const VisibleGpus gpus = visible_gpus();
   if (gpus.devices.empty()) {
     refuse_gpu_options_on_cpu(options, "--accelerator auto found no GPU and trains on CPU");
@@ -89,9 +90,9 @@ void check_accelerator(const Config& config) {
   }
 }
 
-bool trains_on_gpu(const TrainerOptions& options, bool regression_on_random_data) {
+bool trains_on_gpu(const TrainerOptions& options, bool regression_on_gpu_data) {
   if (options.accelerator == Accelerator::kCpu) return false;
-  const std::string lacks = gpu_engine_lacks(options, regression_on_random_data);
+  const std::string lacks = gpu_engine_lacks(options, regression_on_gpu_data);
   if (options.accelerator == Accelerator::kAuto) return lacks.empty() && !visible_gpus().devices.empty();
   if (!lacks.empty()) throw UsageError("--accelerator cuda: " + lacks);
   const VisibleGpus gpus = visible_gpus();

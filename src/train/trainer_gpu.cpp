@@ -10,7 +10,6 @@
 #include <typeinfo>
 #include <utility>
 
-#include "data/random_dataset.h"
 #include "data/sampler.h"
 #include "ddpscope/error.h"
 #include "train/accelerator_check.h"
@@ -20,25 +19,25 @@
 namespace ddp {
 
 // Decides where the run trains (accelerator_check.h) and, on a GPU, uploads the parameters
-// and the optimizer's state, restored or fresh. The GPU makes the random dataset's samples
-// itself, for training and validation (the same dataset, as the seed's data module has it).
+// and the optimizer's state, restored or fresh. The GPU makes the dataset's samples itself
+// (gpu/gpu_data_spec.h), for training and validation (the same dataset, as the seed's data
+// module has it).
 void Trainer::Run::start_gpu(LightningModule& module) {
-  const auto* random = dynamic_cast<const RandomDataset*>(train_spec_.dataset.get());
-  const bool regression_on_random_data = typeid(module) == typeid(RegressionModel) && random != nullptr &&
-                                         val_spec_.dataset == train_spec_.dataset &&
-                                         val_spec_.batch_size == train_spec_.batch_size;
+  const std::optional<GpuDataSpec> data = gpu_data_spec(*train_spec_.dataset);
+  const bool regression_on_gpu_data = typeid(module) == typeid(RegressionModel) && data.has_value() &&
+                                      val_spec_.dataset == train_spec_.dataset &&
+                                      val_spec_.batch_size == train_spec_.batch_size;
   TrainerOptions this_world = options_;  // its devices are the ranks it has
   this_world.devices = comm_.size();
   this_world.num_nodes = 1;
-  if (!trains_on_gpu(this_world, regression_on_random_data)) return;
+  if (!trains_on_gpu(this_world, regression_on_gpu_data)) return;
   const GpuTrainingSpec spec{.shape = module.network().shape(),
                              .optimizer = optimizer_config_,
                              .precision = options_.precision,
                              .cuda_graph = !options_.no_cuda_graph,
                              .batch_size = train_spec_.batch_size,
                              .accumulate = options_.accumulate_grad_batches,
-                             .data_key = random->key(),
-                             .dataset_size = random->size(),
+                             .data = *data,
                              .max_epoch_steps = rank_epoch_plan().optimizer_steps};
   gpu_ = std::make_unique<GpuTraining>(spec, module.network().params(), *optimizer_);
 }

@@ -51,8 +51,7 @@ GpuStepConfig config(const OptimizerConfig& optimizer, bool cuda_graph) {
           .optimizer = optimizer,
           .batch_size = kBatch,
           .accumulate = kAccumulate,
-          .data_key = stream_key(kSeed, kStreamData),
-          .max_epoch_samples = kSamples,
+          .data = {.kind = GpuDataKind::kRandom, .size = kSamples, .key = stream_key(kSeed, kStreamData)},
           .max_epoch_steps = static_cast<int64_t>(epoch_steps().size()),
           .cuda_graph = cuda_graph};
 }

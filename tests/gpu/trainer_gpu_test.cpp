@@ -1,12 +1,13 @@
 // On a GPU machine: `ddpscope train --accelerator cuda` against the same run on CPU (the
-// losses it logs, its final parameters), with and without CUDA graphs; a GPU run's checkpoint
-// resumed on CPU; a diverging run stopped with the CPU's own message; auto training on the
-// GPU and saying so. Skipped where no GPU is visible.
+// losses it logs, its final parameters), with and without CUDA graphs, on the random and
+// teacher datasets and a CSV file; a GPU run's checkpoint resumed on CPU; a diverging run
+// stopped with the CPU's own message; auto training on the GPU and saying so. Skipped where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -92,6 +93,27 @@ TEST(TrainerGpu, ARunOnCudaLogsTheCpusLossesAndEndsAtItsParameters) {
     const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, version) / "summary.json"));
     EXPECT_EQ(summary["accelerator"], "cuda");
     EXPECT_EQ(summary["optimizer_steps"], 18);
+  }
+}
+
+// The teacher's learnable task and a CSV file's rows train on the GPU as on CPU.
+TEST(TrainerGpu, TeacherAndCsvDataTrainOnCudaAsOnCpu) {
+  DDP_REQUIRE_GPU();
+  const fs::path dir = fresh_dir("trainer_gpu_data");
+  {
+    std::ofstream csv(dir / "rows.csv");
+    for (int r = 0; r < 1000; ++r) {
+      for (int i = 0; i < 10; ++i) csv << std::sin(0.37 * r + i) << ",";
+      csv << std::cos(0.11 * r) << "\n";
+    }
+  }
+  for (const std::string data : {"teacher", "csv:rows.csv"}) {
+    const std::string name = data == "teacher" ? "teacher" : "csv";
+    const auto cpu = train(dir, name + "_cpu", "--accelerator cpu --data " + data);
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+    const auto gpu = train(dir, name + "_gpu", "--accelerator cuda --data " + data);
+    ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+    expect_same_run(run_folder(dir, name + "_gpu"), run_folder(dir, name + "_cpu"), 1e-4);
   }
 }
 

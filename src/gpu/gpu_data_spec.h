@@ -16,10 +16,10 @@ enum class GpuDataKind { kRandom, kTeacher, kRows };
 
 struct GpuDataSpec {
   GpuDataKind kind = GpuDataKind::kRandom;
-  int64_t size = 0;                        // samples
-  uint64_t key = 0;                        // random and teacher: the Philox key of the samples
-  TeacherNet teacher;                      // teacher: its weights, in the dataset's host memory
-  std::span<const float> inputs, targets;  // rows: (size, I) and (size, O), in the dataset's memory
+  int64_t size = 0;                            // samples
+  uint64_t key = 0;                            // random and teacher: the Philox key of the samples
+  TeacherNet teacher{};                        // teacher: its weights, in the dataset's host memory
+  std::span<const float> inputs{}, targets{};  // rows: (size, I) and (size, O), in the dataset's memory
 
   // The samples' counter hi for an epoch's data: random data is new every epoch (epoch << 32,
   // data/random_dataset.cpp), the teacher's is a fixed set; rows have no counter.

@@ -54,7 +54,7 @@ bool doctor_on_gpu(Config& config) {
   if (config.trainer.accelerator == Accelerator::kCpu) return false;
   TrainerOptions one = config.trainer;
   one.devices = 1;  // each run sets its own; the GPU doctor runs one
-  const bool gpu = trains_on_gpu(one, config.data.data == "random");
+  const bool gpu = trains_on_gpu(one, gpu_makes_data(config.data.data));
   config.trainer.accelerator = gpu ? Accelerator::kCuda : Accelerator::kCpu;
   return gpu;
 }
@@ -72,15 +72,17 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
     // One GPU until N GPUs over NCCL are built: the model predicts more from its prices.
     if (devices_given && parse_device_list(devices_text) != std::vector<int>{1}) {
       reject_value("devices", devices_text,
-                   "1 with --accelerator cuda: this version trains on one GPU (N GPUs over NCCL are not built yet), "
-                   "and the doctor predicts 3 and 8 GPUs from that GPU's prices");
+                   "1 with --accelerator cuda: the doctor measures one GPU and predicts 3 and 8 GPUs from its prices "
+                   "(its runs of N GPU ranks wait for NCCL; train --accelerator cuda --devices N runs them, with "
+                   "gradients through host memory)");
     }
     devices = {1};
     if (config.trainer.devices > 1) {
-      notes.push_back(fmt::format(
-          "The configuration asks for {} devices; this version trains on one GPU, so {} ran 1 GPU and its model "
-          "predicts {} GPUs on the link presets.",
-          config.trainer.devices, command.get_name(), config.trainer.devices));
+      notes.push_back(
+          fmt::format("The configuration asks for {} devices; this version's doctor measures one GPU, so {} ran 1 GPU "
+                      "and its model "
+                      "predicts {} GPUs on the link presets.",
+                      config.trainer.devices, command.get_name(), config.trainer.devices));
     }
   } else if (devices_given) {
     devices = parse_device_list(devices_text);

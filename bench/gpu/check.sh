@@ -160,11 +160,13 @@ if [[ -x $bundle/bin/gpu_step_bench ]]; then
 fi
 
 # 6. The seed (200 epochs) on the GPU: CUDA graph and eager, each with and without the
-# seed's per-step NVML probe. Per step = summary.json's wall over its optimizer steps.
+# seed's per-step NVML probe; then the seed's own 3 ranks, and 2, sharing the one GPU
+# (gradients through host memory). Per step = summary.json's wall over its optimizer steps.
+# DEVICES=N seed_gpu ...: N ranks (1 unless given).
 seed_gpu() {
   local name=$1 summary
   shift
-  run "$name" 60 "$ddpscope" train --preset seed --accelerator cuda --devices 1 --default-root-dir "$name" "$@"
+  run "$name" 60 "$ddpscope" train --preset seed --accelerator cuda --devices "${DEVICES:-1}" --default-root-dir "$name" "$@"
   summary=$(find "$name" -name summary.json 2>/dev/null | sed -n 1p)
   if [[ $rc == 0 && -n $summary ]]; then
     wall=$(python3 -c "import json; print(json.load(open('$summary'))['wall_seconds'])")
@@ -181,6 +183,8 @@ if [[ $engine == yes ]]; then
   seed_gpu ddpscope_gpu_graph_probe --monitor-mode per-step
   seed_gpu ddpscope_gpu_eager --no-cuda-graph
   seed_gpu ddpscope_gpu_eager_probe --no-cuda-graph --monitor-mode per-step
+  DEVICES=2 seed_gpu ddpscope_gpu_2ranks
+  DEVICES=3 seed_gpu ddpscope_gpu_3ranks
 else
   record ddpscope_gpu_graph "not run" "" "" "--accelerator cuda did not run (the four seed runs need it)"
 fi

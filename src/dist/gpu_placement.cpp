@@ -55,4 +55,12 @@ std::string describe_gpu_sharing(const GpuPlacement& placement, int world_size) 
       world_size, placement.max_ranks_per_gpu);
 }
 
+std::string describe_gpu_transport(const GpuPlacement& placement, int world_size) {
+  if (placement.transport == GradTransport::kHostMpi) return describe_gpu_sharing(placement, world_size);
+  return fmt::format(
+      "ddpscope: --devices {} puts a rank on each GPU; NCCL between them is not built yet in this version, so "
+      "gradients travel through host memory over MPI; correct, and slower than NCCL",
+      world_size);
+}
+
 }  // namespace ddp

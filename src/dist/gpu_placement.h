@@ -41,4 +41,8 @@ GpuPlacement place_on_gpus(Communicator& comm, int visible_gpus);
 // every rank has a GPU of its own.
 std::string describe_gpu_sharing(const GpuPlacement& placement, int world_size);
 
+// The start-up line of a GPU world of more than one rank: the sharing line, or, with a GPU
+// per rank, that gradients still travel through host memory (NCCL is not built yet).
+std::string describe_gpu_transport(const GpuPlacement& placement, int world_size);
+
 }  // namespace ddp

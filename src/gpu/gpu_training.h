@@ -5,6 +5,7 @@
 // back only where the Trainer writes them (checkpoints, the run's end). A build without CUDA
 // has nothing to construct: check_accelerator refuses such a run before it starts.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -29,6 +30,12 @@ struct GpuTrainingSpec {
   int64_t accumulate = 1;
   GpuDataSpec data;             // the dataset, an epoch's samples on one rank and the validation set
   int64_t max_epoch_steps = 0;  // the optimizer steps of the longest epoch
+  // More than one rank (issue 13, gradients through host memory): this rank's GPU (an index
+  // among its host's visible ones), its place in the world (its validation samples are
+  // rank, rank + world, ...) and the ranks' average of a step's gradients, in place.
+  int device = 0;
+  int world = 1, rank = 0;
+  std::function<void(std::span<float>)> reduce_gradients{};
 };
 
 class GpuTraining {
@@ -46,15 +53,17 @@ class GpuTraining {
   std::vector<double> epoch_sum_squares() const;
   std::optional<DeviceStepMarks> take_timed_step();  // GpuTrainStep's (observe/device_step_phases.h)
 
-  // The validation set's sum of squared errors, in order with epoch's data (waits).
+  // This rank's share of the validation set's sum of squared errors, in order with epoch's
+  // data (waits), and the number of samples in that share.
   double validation_sum_squares(int64_t epoch);
+  int64_t validation_samples() const { return validation_samples_; }
 
   // The device's parameters and optimizer state into the host's (waits).
   void copy_to_host(std::span<float> params, Optimizer& optimizer) const;
 
  private:
   std::unique_ptr<GpuTrainStep> step_;
-  int64_t dataset_size_;
+  int64_t validation_samples_;
 };
 
 }  // namespace ddp

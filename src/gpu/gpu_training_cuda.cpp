@@ -1,14 +1,19 @@
 #include <algorithm>
 
 #include "ddpscope/error.h"
+#include "gpu/cuda_check.h"
 #include "gpu/gpu_training.h"
 #include "gpu/train_step_gpu.h"
 
 namespace ddp {
 namespace {
 
+// Also makes spec.device this process's current GPU, before the step allocates anything on it.
 GpuStepConfig step_config(const GpuTrainingSpec& spec) {
   DDP_CHECK(spec.precision != Precision::kBf16Mixed, "bf16-mixed is refused before a GPU run starts");
+  DDP_CHECK(spec.world > 0 && spec.rank >= 0 && spec.rank < spec.world, "a rank of the world");
+  DDP_CHECK(spec.world == 1 || spec.reduce_gradients, "more than one rank needs a gradient average");
+  check_cuda(cudaSetDevice(spec.device), "cudaSetDevice");
   return {.shape = spec.shape,
           .optimizer = spec.optimizer,
           .math = spec.precision == Precision::kTf32 ? LtMath::kTf32 : LtMath::kFp32,
@@ -16,13 +21,17 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
           .accumulate = spec.accumulate,
           .data = spec.data,
           .max_epoch_steps = spec.max_epoch_steps,
-          .cuda_graph = spec.cuda_graph};
+          .cuda_graph = spec.cuda_graph,
+          .reduce_gradients = spec.world > 1 ? spec.reduce_gradients : nullptr,
+          .validation_first = spec.rank,
+          .validation_stride = spec.world};
 }
 
 }  // namespace
 
 GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer)
-    : step_(std::make_unique<GpuTrainStep>(step_config(spec), params)), dataset_size_(spec.data.size) {
+    : step_(std::make_unique<GpuTrainStep>(step_config(spec), params)),
+      validation_samples_((spec.data.size - spec.rank + spec.world - 1) / spec.world) {
   std::vector<std::span<const float>> state;
   for (const auto& [name, buffer] : optimizer.state()) state.emplace_back(buffer);
   step_->load_optimizer_state(state);
@@ -42,7 +51,10 @@ std::optional<DeviceStepMarks> GpuTraining::take_timed_step() { return step_->ta
 
 std::vector<double> GpuTraining::epoch_sum_squares() const { return step_->epoch_sum_squares(); }
 
-double GpuTraining::validation_sum_squares(int64_t epoch) { return step_->validate(epoch, dataset_size_).sum_squares; }
+double GpuTraining::validation_sum_squares(int64_t epoch) {
+  if (validation_samples_ == 0) return 0;  // a rank past a validation set smaller than the world
+  return step_->validate(epoch, validation_samples_).sum_squares;
+}
 
 void GpuTraining::copy_to_host(std::span<float> params, Optimizer& optimizer) const {
   const std::vector<float> device_params = step_->params();

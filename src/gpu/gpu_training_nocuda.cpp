@@ -8,7 +8,7 @@ namespace ddp {
 class GpuTrainStep {};
 
 GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> /*params*/, Optimizer& /*optimizer*/)
-    : dataset_size_(spec.data.size) {
+    : validation_samples_(spec.data.size) {
   DDP_CHECK(false, "a GPU run in a build without CUDA: check_accelerator refuses it first");
 }
 

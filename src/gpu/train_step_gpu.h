@@ -8,10 +8,14 @@
 // without, the same kernels are launched one by one (the eager ablation). All memory is
 // allocated by the constructor, nothing is copied between host and device inside a step, and
 // each micro-batch's loss stays on the device until epoch_sum_squares(). validate() is the
-// forward and loss alone over the dataset in order, captured likewise.
+// forward and loss alone over the dataset in order, captured likewise. With more than one
+// rank (issue 13's host-memory transport), a step runs in two parts around the ranks'
+// average of its gradients, made in host memory: the zeroing, micro-batches and backward
+// (captured likewise), then the gradients copied out and back, then the optimizer.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -39,6 +43,11 @@ struct GpuStepConfig {
   GpuDataSpec data;             // the samples; its size: the longest order start_epoch is given
   int64_t max_epoch_steps = 0;  // the most optimizer steps an epoch takes
   bool cuda_graph = true;
+  // Set with more than one rank: averages a step's gradients over the ranks, in place, in
+  // host memory (the ranks' allreduce over MPI).
+  std::function<void(std::span<float>)> reduce_gradients{};
+  // This rank's validation samples: first, first + stride, ... below data.size.
+  int64_t validation_first = 0, validation_stride = 1;
 };
 
 struct GpuLossTotals {
@@ -76,8 +85,8 @@ class GpuTrainStep {
   // taken since start_epoch, in order. A non-finite difference makes its sum non-finite.
   std::vector<double> epoch_sum_squares() const;
 
-  // The validation pass (synchronises): forward and loss over samples 0 .. samples - 1 in
-  // order, batch_size at a time, with epoch's data, as the host's validation reads the
+  // The validation pass (synchronises): forward and loss over this rank's first `samples`
+  // validation samples in order, batch_size at a time, with epoch's data, as the host's validation reads the
   // dataset. Run eagerly the first time for a size, then as one captured graph.
   GpuLossTotals validate(int64_t epoch, int64_t samples);
 
@@ -86,11 +95,15 @@ class GpuTrainStep {
   std::vector<float> params() const;
   std::vector<std::vector<float>> optimizer_state() const;
 
-  int64_t graphs_captured() const { return step_graphs_.captured(); }
+  int64_t graphs_captured() const { return step_graphs_.captured() + gradient_graphs_.captured(); }
 
  private:
   void enqueue_step(const std::vector<int64_t>& sizes, const StepTimer* timer);
+  // A step's parts: the gradients of its micro-batches (from zero), then the update.
+  void enqueue_gradients(const std::vector<int64_t>& sizes, const StepTimer* timer, std::size_t& next_mark);
+  void enqueue_update(int64_t micro_batches);
   void enqueue_optimizer();
+  void step_through_host(const std::vector<int64_t>& sizes);
   void enqueue_validation(int64_t samples);
 
   GpuStepConfig config_;
@@ -107,15 +120,19 @@ class GpuTrainStep {
   DeviceArray<AdamScalars> adam_table_;
   DeviceArray<SgdScalars> sgd_table_;
   DeviceArray<double> sum_squares_;  // one per micro-batch of the epoch
-  // Validation's own: the identity order, its cursor and sums, its graphs by size.
+  // Validation's own: this rank's samples in order, its cursor and sums, its graphs by size.
   DeviceArray<int64_t> in_order_;
   DeviceArray<StepCursor> val_cursor_;
   DeviceArray<double> val_sum_squares_;
   DeviceArray<int> val_nonfinite_;
   GraphsByShape<int64_t> val_graphs_;
+  int64_t validation_samples_ = 0;
   // The host's view of the cursor, to refuse a step past the epoch's order or tables.
   int64_t order_size_ = 0, steps_in_epoch_ = 0, micro_batches_taken_ = 0, steps_taken_ = 0;
   GraphsByShape<std::vector<int64_t>> step_graphs_;
+  // The host-memory transport's: the gradients part's graphs, and the gradients on the host.
+  GraphsByShape<std::vector<int64_t>> gradient_graphs_;
+  std::vector<float> host_grads_;
   // Timed steps: their own graphs (with the events as nodes), the marks of one not yet read.
   StepTimer timer_;
   GraphsByShape<std::vector<int64_t>> timed_graphs_;

@@ -1,7 +1,6 @@
 #include "gpu/train_step_gpu.h"
 
 #include <algorithm>
-#include <numeric>
 #include <utility>
 
 #include "ddpscope/error.h"
@@ -43,14 +42,18 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
       val_cursor_(1),
       val_sum_squares_(1),
       val_nonfinite_(1),
+      host_grads_(config.reduce_gradients ? static_cast<std::size_t>(num_params_) : 0),
       timer_(config.accumulate) {
   DDP_CHECK_GT(config.batch_size, 0);
   DDP_CHECK_GT(config.accumulate, 0);
   DDP_CHECK_EQ(params.size(), static_cast<std::size_t>(num_params_));
   params_.copy_from(params.data(), params.size());
-  std::vector<int64_t> identity(static_cast<std::size_t>(config.data.size));
-  std::iota(identity.begin(), identity.end(), int64_t{0});
-  in_order_.copy_from(identity.data(), identity.size());
+  DDP_CHECK(config.validation_first >= 0 && config.validation_stride > 0, "validation samples of a rank");
+  std::vector<int64_t> validation;
+  for (int64_t i = config.validation_first; i < config.data.size; i += config.validation_stride)
+    validation.push_back(i);
+  in_order_.copy_from(validation.data(), validation.size());
+  validation_samples_ = static_cast<int64_t>(validation.size());
 }
 
 void GpuTrainStep::load_optimizer_state(const std::vector<std::span<const float>>& state) {
@@ -101,6 +104,11 @@ void GpuTrainStep::step(const std::vector<int64_t>& sizes, bool timed) {
                "micro-batches past the end of the epoch's order");
   micro_batches_taken_ += count;
   ++steps_taken_;
+  if (config_.reduce_gradients) {
+    step_through_host(sizes);  // never timed: its copies and the ranks' wait are the host's
+    ++steps_run_;
+    return;
+  }
 
   const bool time_it = timed && timed_marks_ == 0 && steps_run_ > 0;
   const StepTimer* timer = time_it ? &timer_ : nullptr;
@@ -122,6 +130,13 @@ std::optional<DeviceStepMarks> GpuTrainStep::take_timed_step() {
 
 void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes, const StepTimer* timer) {
   std::size_t next_mark = 0;
+  enqueue_gradients(sizes, timer, next_mark);
+  enqueue_update(static_cast<int64_t>(sizes.size()));
+  if (timer != nullptr) timer->mark(stream_.get(), next_mark++);
+}
+
+void GpuTrainStep::enqueue_gradients(const std::vector<int64_t>& sizes, const StepTimer* timer,
+                                     std::size_t& next_mark) {
   const auto mark = [&] {
     if (timer != nullptr) timer->mark(stream_.get(), next_mark++);
   };
@@ -143,9 +158,31 @@ void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes, const StepTim
     mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get());
     mark();
   }
+}
+
+void GpuTrainStep::enqueue_update(int64_t micro_batches) {
   enqueue_optimizer();
-  launch_advance_cursor(cursor_.data(), static_cast<int64_t>(sizes.size()), stream_.get());
-  mark();
+  launch_advance_cursor(cursor_.data(), micro_batches, stream_.get());
+}
+
+// The host-memory transport: the gradients part as one graph (or eagerly), the ranks' average
+// on the host, then the update's two kernels.
+void GpuTrainStep::step_through_host(const std::vector<int64_t>& sizes) {
+  std::size_t no_marks = 0;
+  if (config_.cuda_graph) {
+    gradient_graphs_.run(sizes, stream_.get(), [&] { enqueue_gradients(sizes, nullptr, no_marks); });
+  } else {
+    enqueue_gradients(sizes, nullptr, no_marks);
+  }
+  const std::size_t bytes = host_grads_.size() * sizeof(float);
+  check_cuda(cudaMemcpyAsync(host_grads_.data(), grads_.data(), bytes, cudaMemcpyDeviceToHost, stream_.get()),
+             "cudaMemcpyAsync of the gradients to the host");
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  config_.reduce_gradients(host_grads_);
+  // From pageable memory the copy has taken host_grads_ by the time it returns.
+  check_cuda(cudaMemcpyAsync(grads_.data(), host_grads_.data(), bytes, cudaMemcpyHostToDevice, stream_.get()),
+             "cudaMemcpyAsync of the averaged gradients to the device");
+  enqueue_update(static_cast<int64_t>(sizes.size()));
 }
 
 void GpuTrainStep::enqueue_optimizer() {
@@ -166,7 +203,7 @@ std::vector<double> GpuTrainStep::epoch_sum_squares() const {
 }
 
 GpuLossTotals GpuTrainStep::validate(int64_t epoch, int64_t samples) {
-  DDP_CHECK(samples > 0 && samples <= config_.data.size, "validation of 1 to the dataset's samples");
+  DDP_CHECK(samples > 0 && samples <= validation_samples_, "validation of 1 to the rank's validation samples");
   check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");  // the last pass reads these
   const StepCursor cursor{samples_.counter_hi(epoch), 0, 0};
   val_cursor_.copy_from(&cursor, 1);

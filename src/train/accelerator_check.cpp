@@ -31,18 +31,23 @@ void refuse_gpu_options_on_cpu(const TrainerOptions& options, const std::string&
   }
 }
 
+// Why auto trains on CPU though gpus are visible ("" when it takes them): what the engine
+// lacks, or fewer GPUs than this host's ranks (Lightning's devices=N needs N GPUs; cuda
+// shares them, and says so).
+std::string auto_lacks(const TrainerOptions& options, bool regression_on_gpu_data, std::size_t gpus) {
+  const std::string lacks = gpu_engine_lacks(options, regression_on_gpu_data);
+  const int devices = std::max(options.devices, 1);
+  if (!lacks.empty() || gpus >= static_cast<std::size_t>(devices)) return lacks;
+  return fmt::format("--devices {} wants a GPU per rank and {} visible; --accelerator cuda shares them", devices,
+                     gpus == 1 ? "1 is" : fmt::format("{} are", gpus));
+}
+
 }  // namespace
 
 std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_gpu_data) {
-  const int devices = std::max(options.devices, 1) * options.num_nodes;
-  if (devices > 1) {
-    return fmt::format(
-        "training on {} GPUs (NCCL between them) is not built yet in this version, only on one; use --devices 1, or "
-        "--accelerator cpu for {} CPU ranks",
-        devices, devices);
-  }
   if (options.strategy == Strategy::kDdpZero1) {
-    return "--strategy ddp_zero1 is not built yet on GPUs; leave it out on one GPU, where it shards nothing";
+    return "--strategy ddp_zero1 is not built yet on GPUs; use --strategy ddp, or --accelerator cpu for ZeRO-1 on CPU "
+           "ranks";
   }
   if (options.precision == Precision::kBf16Mixed) {
     return "--precision bf16-mixed is not built yet on GPUs; use 32-true or tf32";
@@ -54,24 +59,27 @@ std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_g
   return "";
 }
 
+bool gpu_makes_data(const std::string& data) {
+  return data == "random" || data == "teacher" || data.starts_with("csv:");
+}
+
 void check_accelerator(const Config& config) {
   const TrainerOptions& options = config.trainer;
   if (options.accelerator == Accelerator::kCpu) {
     refuse_gpu_options_on_cpu(options, "this run is on CPU (--accelerator cpu)");
     return;
   }
-  const std::string& data = config.data.data;
-  const bool regression_on_gpu_data = data == "random" || data == "teacher" || data.starts_with("csv:");
+  const bool regression_on_gpu_data = gpu_makes_data(config.data.data);
   if (options.accelerator == Accelerator::kCuda) {
     trains_on_gpu(options, regression_on_gpu_data);  // or refuses, saying why
     return;
   }
-  const std::string lacks = gpu_engine_lacks(options, regression_on_gpu_data);
   const VisibleGpus gpus = visible_gpus();
   if (gpus.devices.empty()) {
     refuse_gpu_options_on_cpu(options, "--accelerator auto found no GPU and trains on CPU");
     return;
   }
+  const std::string lacks = auto_lacks(options, regression_on_gpu_data, gpus.devices.size());
   const GpuDevice& gpu = gpus.devices.front();
   if (!lacks.empty()) {
     refuse_gpu_options_on_cpu(options, fmt::format("--accelerator auto found {} but trains on CPU", describe_gpu(gpu)));
@@ -92,8 +100,11 @@ void check_accelerator(const Config& config) {
 
 bool trains_on_gpu(const TrainerOptions& options, bool regression_on_gpu_data) {
   if (options.accelerator == Accelerator::kCpu) return false;
+  if (options.accelerator == Accelerator::kAuto) {
+    const VisibleGpus gpus = visible_gpus();
+    return !gpus.devices.empty() && auto_lacks(options, regression_on_gpu_data, gpus.devices.size()).empty();
+  }
   const std::string lacks = gpu_engine_lacks(options, regression_on_gpu_data);
-  if (options.accelerator == Accelerator::kAuto) return lacks.empty() && !visible_gpus().devices.empty();
   if (!lacks.empty()) throw UsageError("--accelerator cuda: " + lacks);
   const VisibleGpus gpus = visible_gpus();
   if (gpus.devices.empty()) {

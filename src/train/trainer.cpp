@@ -90,10 +90,11 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   }
   stats_.optimizer_steps = start_point_.global_step;
   if (nothing_left()) return;
+  // Every rank starts from rank zero's parameters, as DDP's constructor broadcasts them
+  // (before a GPU uploads them).
+  if (comm_.size() > 1) comm_.broadcast(std::as_writable_bytes(module.network().params()), 0);
   start_gpu(module);
   outputs_.make_folder();
-  // Every rank starts from rank zero's parameters, as DDP's constructor broadcasts them.
-  if (comm_.size() > 1) comm_.broadcast(std::as_writable_bytes(module.network().params()), 0);
   reducer_ = std::make_unique<GradReducer>(comm_, module.network(), reducer_options(options_));
   layer_hook_ = reducer_->layer_hook();
   train_loader_ = std::make_unique<Loader>(*train_spec_.dataset, train_spec_.batch_size, train_spec_.num_workers);

@@ -1,17 +1,23 @@
-// The Trainer's loop on one GPU (issue 12): the epochs, steps, logging, checkpoints and stops
-// of trainer.cpp's CPU loop, with each optimizer step one GpuTraining::step (a CUDA graph's
-// launch, enqueued only) and the losses read from the device only where the host needs them:
-// at logging steps, before a checkpoint and at each epoch's end. The host's time in the steps
-// (launching them, and waiting for the device where it reads) is the phase "other"; the step
-// after each read is timed by CUDA events, and at the run's end the device's share of "other"
-// becomes data, forward, backward and optimizer (observe/device_step_phases.h).
+// The Trainer's loop on GPUs (issue 12; ranks, issue 13): the epochs, steps, logging,
+// checkpoints and stops of trainer.cpp's CPU loop, with each optimizer step one
+// GpuTraining::step (a CUDA graph's launch, enqueued only) and the losses read from the
+// device only where the host needs them: at logging steps, before a checkpoint and at each
+// epoch's end. The host's time in the steps (launching them, and waiting for the device
+// where it reads) is the phase "other"; the step after each read is timed by CUDA events,
+// and at the run's end the device's share of "other" becomes data, forward, backward and
+// optimizer (observe/device_step_phases.h). With more than one rank, each takes its shard
+// as on CPU and a step waits for the ranks' average of its gradients, through host memory
+// (NCCL is not built yet), in the phase comm_wait; those steps are not timed.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <typeinfo>
 #include <utility>
 
 #include "data/sampler.h"
 #include "ddpscope/error.h"
+#include "dist/gpu_placement.h"
+#include "gpu/visible_gpus.h"
 #include "train/accelerator_check.h"
 #include "train/regression_task.h"
 #include "train/trainer_run.h"
@@ -31,20 +37,36 @@ void Trainer::Run::start_gpu(LightningModule& module) {
   this_world.devices = comm_.size();
   this_world.num_nodes = 1;
   if (!trains_on_gpu(this_world, regression_on_gpu_data)) return;
-  const GpuTrainingSpec spec{.shape = module.network().shape(),
-                             .optimizer = optimizer_config_,
-                             .precision = options_.precision,
-                             .cuda_graph = !options_.no_cuda_graph,
-                             .batch_size = train_spec_.batch_size,
-                             .accumulate = options_.accumulate_grad_batches,
-                             .data = *data,
-                             .max_epoch_steps = rank_epoch_plan().optimizer_steps};
+  GpuPlacement placement;
+  if (comm_.size() > 1) {
+    placement = place_on_gpus(comm_, static_cast<int>(visible_gpus().devices.size()));
+    if (comm_.rank() == 0) std::fprintf(stderr, "%s\n", describe_gpu_transport(placement, comm_.size()).c_str());
+  }
+  GpuTrainingSpec spec{.shape = module.network().shape(),
+                       .optimizer = optimizer_config_,
+                       .precision = options_.precision,
+                       .cuda_graph = !options_.no_cuda_graph,
+                       .batch_size = train_spec_.batch_size,
+                       .accumulate = options_.accumulate_grad_batches,
+                       .data = *data,
+                       .max_epoch_steps = rank_epoch_plan().optimizer_steps,
+                       .device = placement.gpu,
+                       .world = comm_.size(),
+                       .rank = comm_.rank()};
+  if (comm_.size() > 1) {
+    spec.reduce_gradients = [this](std::span<float> grads) {
+      clock_.enter(Phase::kCommWait);
+      comm_.allreduce_mean(grads, Stream{});
+      clock_.enter(Phase::kOther);
+    };
+  }
   gpu_ = std::make_unique<GpuTraining>(spec, module.network().params(), *optimizer_);
 }
 
 bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
-  const int64_t samples = train_spec_.dataset->size();
-  std::vector<int64_t> order = epoch_order(samples, train_spec_.shuffle, options_.seed, epoch());
+  std::vector<int64_t> order = epoch_order(train_spec_.dataset->size(), train_spec_.shuffle, options_.seed, epoch());
+  if (comm_.size() > 1) order = shard_for_rank(order, comm_.size(), comm_.rank());
+  const auto samples = static_cast<int64_t>(order.size());
   const EpochPlan plan = rank_epoch_plan();
   const std::vector<std::vector<int64_t>> steps =
       step_micro_batch_sizes(samples, train_spec_.batch_size, plan, options_.accumulate_grad_batches);
@@ -55,7 +77,11 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
     done += static_cast<int64_t>(steps[step].size());
     DDP_CHECK_LE(done, skip, "a checkpoint inside an optimizer step");
   }
-  gpu_epoch_ = {.first_batch = skip, .micro_batches = plan.micro_batches, .steps_before = global_step(), .checked = 0};
+  gpu_epoch_ = {.samples = samples,
+                .first_batch = skip,
+                .micro_batches = plan.micro_batches,
+                .steps_before = global_step(),
+                .checked = 0};
   gpu_->start_epoch(epoch(), order, global_step(), static_cast<int64_t>(steps.size() - step));
 
   int64_t next_batch = skip;
@@ -97,7 +123,7 @@ void Trainer::Run::read_gpu_losses() {
     }
   }
   time_next_gpu_step_ = true;
-  const int64_t samples = train_spec_.dataset->size(), batch_size = train_spec_.batch_size;
+  const int64_t samples = gpu_epoch_.samples, batch_size = train_spec_.batch_size;
   const int64_t outputs = train_spec_.dataset->output_dim();
   double loss = 0;
   for (int64_t j = gpu_epoch_.checked; j < static_cast<int64_t>(sums.size()); ++j) {
@@ -126,7 +152,7 @@ void Trainer::Run::read_gpu_losses() {
 void Trainer::Run::validate_on_gpu() {
   const double sum_squares = gpu_->validation_sum_squares(epoch());
   val_metrics_.add_sums("val_loss", sum_squares / static_cast<double>(val_spec_.dataset->output_dim()),
-                        static_cast<double>(val_spec_.dataset->size()));
+                        static_cast<double>(gpu_->validation_samples()));
 }
 
 // Before the host writes its parameters (a checkpoint, final.safetensors): the losses not yet

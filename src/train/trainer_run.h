@@ -109,6 +109,7 @@ class Trainer::Run {
   // brought up to date by copy_gpu_to_host); null on CPU.
   std::unique_ptr<GpuTraining> gpu_;
   struct GpuEpoch {
+    int64_t samples = 0;        // this rank's shard of the epoch
     int64_t first_batch = 0;    // of the epoch's micro-batches: the first this run trains
     int64_t micro_batches = 0;  // the epoch's, from its first (EpochPlan's)
     int64_t steps_before = 0;   // optimizer steps taken before first_batch

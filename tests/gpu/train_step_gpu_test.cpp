@@ -163,6 +163,33 @@ TEST(GpuTrainStep, TheCapturedGraphMakesTheEagerKernelsBits) {
   }
 }
 
+// The host-memory transport's two-part step (issue 13), with an average over one rank (the
+// gradients unchanged), makes the one-graph step's bits; it is handed each step's gradients
+// once, with values in them.
+TEST(GpuTrainStep, TheStepThroughHostMemoryMakesTheOneGraphStepsBits) {
+  DDP_REQUIRE_GPU();
+  const OptimizerConfig adam{.kind = OptimizerKind::kAdam, .lr = 1e-3};
+  const Trained graph = train_on_gpu(adam, true, 2);
+  for (const bool cuda_graph : {true, false}) {
+    GpuStepConfig through_host = config(adam, cuda_graph);
+    int64_t calls = 0;
+    double largest = 0;
+    through_host.reduce_gradients = [&](std::span<float> grads) {
+      ++calls;
+      for (const float g : grads) largest = std::max(largest, std::abs(static_cast<double>(g)));
+    };
+    GpuTrainStep gpu(through_host, initial_params());
+    Trained out;
+    run_epochs(gpu, 0, 2, out);
+    EXPECT_EQ(calls, 2 * static_cast<int64_t>(epoch_steps().size()));
+    EXPECT_GT(largest, 0.0);
+    ASSERT_EQ(out.params.size(), graph.params.size());
+    for (std::size_t i = 0; i < out.params.size(); ++i) {
+      ASSERT_EQ(testing::float_bits(out.params[i]), testing::float_bits(graph.params[i])) << "params[" << i << "]";
+    }
+  }
+}
+
 // A run stopped after an epoch and resumed from its parameters and optimizer state (as a
 // checkpoint holds them) makes the uninterrupted run's bits.
 TEST(GpuTrainStep, AResumedRunMakesTheUninterruptedRunsBits) {

@@ -164,11 +164,36 @@ TEST(TrainerGpu, AutoTrainsOnTheGpuAndSaysSo) {
   EXPECT_NE(r.err.find("; using cuda"), std::string::npos) << r.err;
   const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, "auto") / "summary.json"));
   EXPECT_EQ(summary["accelerator"], "cuda");
-  // Two ranks are issue 13's: auto trains them on CPU, saying why.
-  const auto two = train(dir, "two", "--accelerator auto --devices 2 --max-epochs 1");
-  ASSERT_EQ(two.exit_code, 0) << two.err;
-  EXPECT_NE(two.err.find("training on 2 GPUs (NCCL between them) is not built yet"), std::string::npos) << two.err;
-  EXPECT_NE(two.err.find("; using cpu"), std::string::npos) << two.err;
+  // More ranks than GPUs: auto trains them on CPU, saying why (cuda would share the GPUs).
+  const int ranks = static_cast<int>(visible_gpus().devices.size()) + 1;
+  const auto more = train(dir, "more", "--accelerator auto --max-epochs 1 --devices " + std::to_string(ranks));
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_NE(more.err.find("wants a GPU per rank"), std::string::npos) << more.err;
+  EXPECT_NE(more.err.find("; using cpu"), std::string::npos) << more.err;
+}
+
+// DDP on GPU ranks (issue 13; gradients through host memory until NCCL is built; on one GPU
+// the ranks share it): the same losses and parameters as the same ranks on CPU, and as one
+// rank with the ranks' batch together.
+TEST(TrainerGpu, TwoGpuRanksTrainAsTwoCpuRanksAndAsOneRankWithTheirBatch) {
+  DDP_REQUIRE_GPU();
+  const fs::path dir = fresh_dir("trainer_gpu_ranks");
+  const std::string two_ranks = "--devices 2 --no-shuffle";
+  const auto cpu = train(dir, "cpu", "--accelerator cpu " + two_ranks);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const auto gpu = train(dir, "gpu", "--accelerator cuda " + two_ranks);
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  EXPECT_NE(gpu.err.find("gradients travel through host memory over MPI"), std::string::npos) << gpu.err;
+  expect_same_run(run_folder(dir, "gpu"), run_folder(dir, "cpu"), 1e-4);
+  const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, "gpu") / "summary.json"));
+  EXPECT_EQ(summary["accelerator"], "cuda");
+  EXPECT_EQ(summary["world_size"], 2);
+  // One rank with batch 128 follows the two ranks' mathematics (DDP averages their gradients).
+  const auto one = train(dir, "one", "--accelerator cuda --devices 1 --no-shuffle --batch-size 128");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const std::vector<float> a = final_params(run_folder(dir, "gpu")), b = final_params(run_folder(dir, "one"));
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4) << "param " << i;
 }
 
 }  // namespace

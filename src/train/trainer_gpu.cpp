@@ -36,7 +36,13 @@ void Trainer::Run::start_gpu(LightningModule& module) {
   TrainerOptions this_world = options_;  // its devices are the ranks it has
   this_world.devices = comm_.size();
   this_world.num_nodes = 1;
-  if (!trains_on_gpu(this_world, regression_on_gpu_data)) return;
+  bool on_gpu = trains_on_gpu(this_world, regression_on_gpu_data);
+  if (comm_.size() > 1 && options_.accelerator == Accelerator::kAuto) {
+    // Hosts may see different GPU counts: the world trains on GPUs only where every rank can.
+    const std::vector<uint64_t> votes = comm_.allgather(uint64_t{on_gpu});
+    on_gpu = std::find(votes.begin(), votes.end(), uint64_t{0}) == votes.end();
+  }
+  if (!on_gpu) return;
   GpuPlacement placement;
   if (comm_.size() > 1) {
     placement = place_on_gpus(comm_, static_cast<int>(visible_gpus().devices.size()));

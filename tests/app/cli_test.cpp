@@ -237,6 +237,11 @@ TEST(Cli, AcceleratorAutoWithoutAGpuTrainsOnCpuWithoutANote) {
   const auto r = train("--accelerator auto", "auto_cpu");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("GPU available"), std::string::npos) << r.err;
+  // Two ranks agree on CPU (each asks, then the world votes) and train as CPU ranks.
+  const auto two = train("--accelerator auto --devices 2", "auto_cpu_two");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(two.err.find("GPU available"), std::string::npos) << two.err;
+  EXPECT_NE(two.out.find("Training completed in"), std::string::npos) << two.out;
 }
 
 // What the GPU engine does not train yet is refused on any machine, before a GPU is looked for.

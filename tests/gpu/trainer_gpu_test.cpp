@@ -1,7 +1,9 @@
 // On a GPU machine: `ddpscope train --accelerator cuda` against the same run on CPU (the
 // losses it logs, its final parameters), with and without CUDA graphs, on the random and
 // teacher datasets and a CSV file; a GPU run's checkpoint resumed on CPU; a diverging run
-// stopped with the CPU's own message; auto training on the GPU and saying so. Skipped where no GPU is visible.
+// stopped with the CPU's own message; auto training on the GPU and saying so; GPU ranks
+// (sharing the GPU where there is one) against CPU ranks, and one of them killed. Skipped
+// where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "gpu_test_support.h"
 #include "io/safetensors.h"
+#include "support/cli_fault.h"
 #include "support/run_command.h"
 
 namespace ddp {
@@ -194,6 +197,19 @@ TEST(TrainerGpu, TwoGpuRanksTrainAsTwoCpuRanksAndAsOneRankWithTheirBatch) {
   const std::vector<float> a = final_params(run_folder(dir, "gpu")), b = final_params(run_folder(dir, "one"));
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4) << "param " << i;
+}
+
+// A GPU rank killed mid-training ends the job as a CPU rank does: exit 4 within bounded
+// time, naming the rank, nothing left behind (the ranks wait for each other in MPI, under
+// the watchdog, at every step).
+TEST(TrainerGpu, AKilledGpuRankEndsTheJobWithCode4NamingIt) {
+  DDP_REQUIRE_GPU();
+  const testing::CliFault run =
+      testing::run_with_fault(SIGKILL, "trainer_gpu_kill", testing::ddpscope_binary(), {"--accelerator", "cuda"});
+  EXPECT_EQ(run.exit_code, 4) << run.err;
+  EXPECT_LT(run.seconds_after_fault, 30.0);
+  EXPECT_NE(run.err.find("ddpscope: error: rank 1 (on "), std::string::npos) << run.err;
+  testing::expect_no_survivors(run.marker);
 }
 
 }  // namespace

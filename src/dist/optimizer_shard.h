@@ -29,6 +29,7 @@ class OptimizerShard {
   OptimizerShard(Communicator& comm, std::size_t num_params, bool sharded);
 
   bool sharded() const { return sharded_; }
+  std::size_t begin() const { return begin_; }        // this rank's range: its first element
   std::size_t size() const { return end_ - begin_; }  // elements in this rank's range
   std::span<float> mine(std::span<float> whole) const { return whole.subspan(begin_, size()); }
 

@@ -36,6 +36,9 @@ struct GpuTrainingSpec {
   int device = 0;
   int world = 1, rank = 0;
   std::function<void(std::span<float>)> reduce_gradients{};
+  // ZeRO-1 (GpuStepConfig's): this rank's range of the parameters, and their all-gather.
+  int64_t update_begin = 0, update_count = -1;
+  std::function<void(std::span<float>)> gather_params{};
 };
 
 class GpuTraining {

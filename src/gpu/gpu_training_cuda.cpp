@@ -23,6 +23,9 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
           .max_epoch_steps = spec.max_epoch_steps,
           .cuda_graph = spec.cuda_graph,
           .reduce_gradients = spec.world > 1 ? spec.reduce_gradients : nullptr,
+          .update_begin = spec.update_begin,
+          .update_count = spec.update_count,
+          .gather_params = spec.gather_params,
           .validation_first = spec.rank,
           .validation_stride = spec.world};
 }

@@ -46,6 +46,12 @@ struct GpuStepConfig {
   // Set with more than one rank: averages a step's gradients over the ranks, in place, in
   // host memory (the ranks' allreduce over MPI).
   std::function<void(std::span<float>)> reduce_gradients{};
+  // ZeRO-1 through host memory (--strategy ddp_zero1): the optimizer updates only this rank's
+  // parameters [update_begin, update_begin + update_count), with state of that size, after
+  // reduce_gradients left their mean there; gather_params then fills the others' ranges into
+  // the whole parameters, in host memory. update_count -1: every parameter, no gather.
+  int64_t update_begin = 0, update_count = -1;
+  std::function<void(std::span<float>)> gather_params{};
   // This rank's validation samples: first, first + stride, ... below data.size.
   int64_t validation_first = 0, validation_stride = 1;
 };
@@ -109,6 +115,7 @@ class GpuTrainStep {
   GpuStepConfig config_;
   std::vector<LinearLayout> layers_;
   int64_t num_params_;
+  int64_t update_begin_, update_count_;  // the parameters this rank's optimizer updates
   CudaStream stream_;
   LtGemm lt_;
   DeviceArray<float> params_, grads_, state0_, state1_;
@@ -132,7 +139,7 @@ class GpuTrainStep {
   GraphsByShape<std::vector<int64_t>> step_graphs_;
   // The host-memory transport's: the gradients part's graphs, and the gradients on the host.
   GraphsByShape<std::vector<int64_t>> gradient_graphs_;
-  std::vector<float> host_grads_;
+  std::vector<float> host_grads_, host_params_;
   // Timed steps: their own graphs (with the events as nodes), the marks of one not yet read.
   StepTimer timer_;
   GraphsByShape<std::vector<int64_t>> timed_graphs_;

@@ -24,11 +24,14 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
     : config_(config),
       layers_(layer_layout(config.shape)),
       num_params_(static_cast<int64_t>(parameter_count(layers_))),
+      update_begin_(config.update_begin),
+      update_count_(config.update_count < 0 ? num_params_ : config.update_count),
       lt_(config.math),
       params_(static_cast<std::size_t>(num_params_)),
       grads_(static_cast<std::size_t>(num_params_)),
-      state0_(is_adam(config.optimizer) || has_momentum(config.optimizer) ? static_cast<std::size_t>(num_params_) : 0),
-      state1_(is_adam(config.optimizer) ? static_cast<std::size_t>(num_params_) : 0),
+      state0_(is_adam(config.optimizer) || has_momentum(config.optimizer) ? static_cast<std::size_t>(update_count_)
+                                                                          : 0),
+      state1_(is_adam(config.optimizer) ? static_cast<std::size_t>(update_count_) : 0),
       activations_(config.shape, config.batch_size),
       samples_(config.data, config.shape.input_dim, config.shape.output_dim),
       x_(floats(config.batch_size, config.shape.input_dim)),
@@ -43,10 +46,14 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
       val_sum_squares_(1),
       val_nonfinite_(1),
       host_grads_(config.reduce_gradients ? static_cast<std::size_t>(num_params_) : 0),
+      host_params_(config.gather_params ? static_cast<std::size_t>(num_params_) : 0),
       timer_(config.accumulate) {
   DDP_CHECK_GT(config.batch_size, 0);
   DDP_CHECK_GT(config.accumulate, 0);
   DDP_CHECK_EQ(params.size(), static_cast<std::size_t>(num_params_));
+  DDP_CHECK(update_begin_ >= 0 && update_begin_ + update_count_ <= num_params_, "a range of the parameters");
+  DDP_CHECK(update_count_ == num_params_ || (config.reduce_gradients && config.gather_params),
+            "a sharded update needs the ranks' reduce-scatter and all-gather");
   params_.copy_from(params.data(), params.size());
   DDP_CHECK(config.validation_first >= 0 && config.validation_stride > 0, "validation samples of a rank");
   std::vector<int64_t> validation;
@@ -166,7 +173,7 @@ void GpuTrainStep::enqueue_update(int64_t micro_batches) {
 }
 
 // The host-memory transport: the gradients part as one graph (or eagerly), the ranks' average
-// on the host, then the update's two kernels.
+// on the host, then the update's two kernels; with ZeRO-1, the parameters' all-gather after.
 void GpuTrainStep::step_through_host(const std::vector<int64_t>& sizes) {
   std::size_t no_marks = 0;
   if (config_.cuda_graph) {
@@ -183,15 +190,26 @@ void GpuTrainStep::step_through_host(const std::vector<int64_t>& sizes) {
   check_cuda(cudaMemcpyAsync(grads_.data(), host_grads_.data(), bytes, cudaMemcpyHostToDevice, stream_.get()),
              "cudaMemcpyAsync of the averaged gradients to the device");
   enqueue_update(static_cast<int64_t>(sizes.size()));
+  if (!config_.gather_params) return;
+  // ZeRO-1: this rank's updated range out, every range back in.
+  const std::size_t mine = static_cast<std::size_t>(update_count_) * sizeof(float);
+  check_cuda(cudaMemcpyAsync(host_params_.data() + update_begin_, params_.data() + update_begin_, mine,
+                             cudaMemcpyDeviceToHost, stream_.get()),
+             "cudaMemcpyAsync of the updated parameters to the host");
+  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  config_.gather_params(host_params_);
+  check_cuda(cudaMemcpyAsync(params_.data(), host_params_.data(), host_params_.size() * sizeof(float),
+                             cudaMemcpyHostToDevice, stream_.get()),
+             "cudaMemcpyAsync of the gathered parameters to the device");
 }
 
 void GpuTrainStep::enqueue_optimizer() {
   if (is_adam(config_.optimizer)) {
-    launch_adam_step_at(adam_table_.data(), cursor_.data(), params_.data(), grads_.data(), state0_.data(),
-                        state1_.data(), num_params_, stream_.get());
+    launch_adam_step_at(adam_table_.data(), cursor_.data(), params_.data() + update_begin_,
+                        grads_.data() + update_begin_, state0_.data(), state1_.data(), update_count_, stream_.get());
   } else {
-    launch_sgd_step_at(sgd_table_.data(), cursor_.data(), params_.data(), grads_.data(),
-                       has_momentum(config_.optimizer) ? state0_.data() : nullptr, num_params_, stream_.get());
+    launch_sgd_step_at(sgd_table_.data(), cursor_.data(), params_.data() + update_begin_, grads_.data() + update_begin_,
+                       has_momentum(config_.optimizer) ? state0_.data() : nullptr, update_count_, stream_.get());
   }
 }
 

@@ -45,10 +45,6 @@ std::string auto_lacks(const TrainerOptions& options, bool regression_on_gpu_dat
 }  // namespace
 
 std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_gpu_data) {
-  if (options.strategy == Strategy::kDdpZero1) {
-    return "--strategy ddp_zero1 is not built yet on GPUs; use --strategy ddp, or --accelerator cpu for ZeRO-1 on CPU "
-           "ranks";
-  }
   if (options.precision == Precision::kBf16Mixed) {
     return "--precision bf16-mixed is not built yet on GPUs; use 32-true or tf32";
   }

@@ -11,8 +11,8 @@ namespace ddp {
 
 // Why the GPU engine cannot train this run, as the end of a refusal ("" when it can): it
 // trains the built-in regression task on a dataset it can make on the device (random,
-// teacher, a CSV file: regression_on_gpu_data) with plain DDP, in 32-true or tf32, on one
-// GPU or several ranks (gradients through host memory until NCCL is built, issue 13).
+// teacher, a CSV file: regression_on_gpu_data), in 32-true or tf32, on one GPU or several
+// ranks (DDP or ZeRO-1, through host memory until NCCL is built, issue 13).
 std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_gpu_data);
 
 // Whether the GPU engine makes this --data's samples itself: random, teacher, csv:PATH.

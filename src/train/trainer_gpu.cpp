@@ -60,11 +60,22 @@ void Trainer::Run::start_gpu(LightningModule& module) {
                        .world = comm_.size(),
                        .rank = comm_.rank()};
   if (comm_.size() > 1) {
-    spec.reduce_gradients = [this](std::span<float> grads) {
-      clock_.enter(Phase::kCommWait);
-      comm_.allreduce_mean(grads, Stream{});
-      clock_.enter(Phase::kOther);
+    // The ranks' collectives, as the CPU loop calls them; their waits are comm_wait.
+    const auto waiting = [this](auto collective) {
+      return [this, collective](std::span<float> values) {
+        clock_.enter(Phase::kCommWait);
+        collective(values);
+        clock_.enter(Phase::kOther);
+      };
     };
+    if (shard_->sharded()) {
+      spec.reduce_gradients = waiting([this](std::span<float> grads) { shard_->reduce_scatter_mean(grads); });
+      spec.gather_params = waiting([this](std::span<float> params) { shard_->allgather(params); });
+      spec.update_begin = static_cast<int64_t>(shard_->begin());
+      spec.update_count = static_cast<int64_t>(shard_->size());
+    } else {
+      spec.reduce_gradients = waiting([this](std::span<float> grads) { comm_.allreduce_mean(grads, Stream{}); });
+    }
   }
   gpu_ = std::make_unique<GpuTraining>(spec, module.network().params(), *optimizer_);
 }

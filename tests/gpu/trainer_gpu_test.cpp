@@ -175,10 +175,10 @@ TEST(TrainerGpu, AutoTrainsOnTheGpuAndSaysSo) {
   EXPECT_NE(more.err.find("; using cpu"), std::string::npos) << more.err;
 }
 
-// DDP on GPU ranks (issue 13; gradients through host memory until NCCL is built; on one GPU
-// the ranks share it): the same losses and parameters as the same ranks on CPU, and as one
-// rank with the ranks' batch together.
-TEST(TrainerGpu, TwoGpuRanksTrainAsTwoCpuRanksAndAsOneRankWithTheirBatch) {
+// DDP and ZeRO-1 on GPU ranks (issue 13; through host memory until NCCL is built; on one
+// GPU the ranks share it): the same losses and parameters as the same ranks on CPU, and as
+// one rank with the ranks' batch together.
+TEST(TrainerGpu, TwoGpuRanksTrainAsTwoCpuRanksAndAsOneRankWithTheirBatchWithDdpAndZero1) {
   DDP_REQUIRE_GPU();
   const fs::path dir = fresh_dir("trainer_gpu_ranks");
   const std::string two_ranks = "--devices 2 --no-shuffle";
@@ -191,6 +191,10 @@ TEST(TrainerGpu, TwoGpuRanksTrainAsTwoCpuRanksAndAsOneRankWithTheirBatch) {
   const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, "gpu") / "summary.json"));
   EXPECT_EQ(summary["accelerator"], "cuda");
   EXPECT_EQ(summary["world_size"], 2);
+  // ZeRO-1 on the same ranks: each updates its half of the parameters, the same mathematics.
+  const auto zero1 = train(dir, "zero1", "--accelerator cuda --strategy ddp_zero1 " + two_ranks);
+  ASSERT_EQ(zero1.exit_code, 0) << zero1.err;
+  expect_same_run(run_folder(dir, "zero1"), run_folder(dir, "cpu"), 1e-4);
   // One rank with batch 128 follows the two ranks' mathematics (DDP averages their gradients).
   const auto one = train(dir, "one", "--accelerator cuda --devices 1 --no-shuffle --batch-size 128");
   ASSERT_EQ(one.exit_code, 0) << one.err;

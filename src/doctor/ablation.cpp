@@ -98,6 +98,11 @@ std::vector<Ablation> plan_gpu_ablations(const Config& config) {
     out.push_back({"precision=32-true", "the GEMMs in full fp32", "", "", "", false,
                    [](Config& c) { c.trainer.precision = Precision::k32True; }});
   }
+  if (t.precision != Precision::kBf16Mixed) {
+    out.push_back({"precision=bf16-mixed",
+                   "the GEMMs' inputs rounded to bf16 on the tensor cores (fp32 storage, accumulation and optimizer)",
+                   "", "", "", false, [](Config& c) { c.trainer.precision = Precision::kBf16Mixed; }});
+  }
   plan_size_ablations(config, out);
   return out;
 }

@@ -24,7 +24,7 @@ class GpuTrainStep;
 struct GpuTrainingSpec {
   MlpShape shape;
   OptimizerConfig optimizer;
-  Precision precision = Precision::k32True;  // 32-true or tf32
+  Precision precision = Precision::k32True;
   bool cuda_graph = true;
   int64_t batch_size = 0;
   int64_t accumulate = 1;

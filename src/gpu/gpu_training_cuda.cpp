@@ -8,15 +8,26 @@
 namespace ddp {
 namespace {
 
+LtMath lt_math(Precision precision) {
+  switch (precision) {
+    case Precision::k32True:
+      return LtMath::kFp32;
+    case Precision::kTf32:
+      return LtMath::kTf32;
+    case Precision::kBf16Mixed:
+      return LtMath::kBf16;
+  }
+  return LtMath::kFp32;
+}
+
 // Also makes spec.device this process's current GPU, before the step allocates anything on it.
 GpuStepConfig step_config(const GpuTrainingSpec& spec) {
-  DDP_CHECK(spec.precision != Precision::kBf16Mixed, "bf16-mixed is refused before a GPU run starts");
   DDP_CHECK(spec.world > 0 && spec.rank >= 0 && spec.rank < spec.world, "a rank of the world");
   DDP_CHECK(spec.world == 1 || spec.reduce_gradients, "more than one rank needs a gradient average");
   check_cuda(cudaSetDevice(spec.device), "cudaSetDevice");
   return {.shape = spec.shape,
           .optimizer = spec.optimizer,
-          .math = spec.precision == Precision::kTf32 ? LtMath::kTf32 : LtMath::kFp32,
+          .math = lt_math(spec.precision),
           .batch_size = spec.batch_size,
           .accumulate = spec.accumulate,
           .data = spec.data,

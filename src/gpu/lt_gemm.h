@@ -23,8 +23,10 @@ namespace ddp {
 enum class LtEpilogue { kNone, kBias, kReluBias };
 
 // Lightning's --precision names: 32-true is IEEE fp32 products (no TF32), tf32 lets the
-// tensor cores round the inputs to TF32.
-enum class LtMath { kFp32, kTf32 };
+// tensor cores round the inputs to TF32, bf16-mixed to bf16 (cuBLAS's 32F_FAST_16BF: storage
+// and accumulation stay fp32, so the master weights, gradients and optimizer are fp32; the
+// library may take TF32 instead where that is faster, never less precise than bf16).
+enum class LtMath { kFp32, kTf32, kBf16 };
 
 class LtGemm {
  public:

@@ -91,7 +91,9 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const float* bias) {
 
 void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
   const auto [ta, tb, m, n, k, lda, ldb, ldc, epilogue, aligned] = key;
-  const cublasComputeType_t compute = math_ == LtMath::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = math_ == LtMath::kTf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : math_ == LtMath::kBf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                               : CUBLAS_COMPUTE_32F;
   check_lt(cublaslt().cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   // cuBLASLt's A is our B and its B our A (the header's transpose): its m is our n.
   set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, op(tb));

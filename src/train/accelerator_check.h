@@ -9,12 +9,6 @@
 
 namespace ddp {
 
-// Why the GPU engine cannot train this run, as the end of a refusal ("" when it can): it
-// trains the built-in regression task on a dataset it can make on the device (random,
-// teacher, a CSV file: regression_on_gpu_data), in 32-true or tf32, on one GPU or several
-// ranks (DDP or ZeRO-1, through host memory until NCCL is built, issue 13).
-std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_gpu_data);
-
 // Whether the GPU engine makes this --data's samples itself: random, teacher, csv:PATH.
 bool gpu_makes_data(const std::string& data);
 
@@ -22,8 +16,11 @@ bool gpu_makes_data(const std::string& data);
 void check_accelerator(const Config& config);
 
 // Where the Trainer trains: on the GPU for cuda, and for auto when there is a visible GPU
-// for each of this host's ranks and the engine can train the run; on CPU otherwise. Throws UsageError for a cuda run it
-// cannot train (a program that builds its own Trainer has not been through validate_config).
+// for each of this host's ranks and the engine can train the run; on CPU otherwise. The
+// engine trains the built-in regression task on data it makes itself (regression_on_gpu_data),
+// in any --precision, on one GPU or several ranks (DDP or ZeRO-1, through host memory until
+// NCCL is built). Throws UsageError for a cuda run it cannot train (a program that builds
+// its own Trainer has not been through validate_config).
 bool trains_on_gpu(const TrainerOptions& options, bool regression_on_gpu_data);
 
 }  // namespace ddp

@@ -222,6 +222,7 @@ TEST(Cli, AcceleratorCudaWithoutAGpuExitsTwoSayingWhyInEveryCommand) {
   expect_usage_error("--accelerator cuda --data teacher", message, "cuda_teacher");
   expect_usage_error("--accelerator cuda --devices 2", message, "cuda_two_devices");
   expect_usage_error("--accelerator cuda --devices 2 --strategy ddp_zero1", message, "cuda_zero1");
+  expect_usage_error("--accelerator cuda --precision bf16-mixed", message, "cuda_bf16");
   const auto dir = fresh_dir("cuda_commands");
   std::ofstream(dir / "cuda.yaml") << "accelerator: cuda\n";
   for (const std::string command : {"compare --devices 1 --accelerator cuda", "doctor --devices 1 --accelerator cuda",
@@ -243,13 +244,6 @@ TEST(Cli, AcceleratorAutoWithoutAGpuTrainsOnCpuWithoutANote) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(two.err.find("GPU available"), std::string::npos) << two.err;
   EXPECT_NE(two.out.find("Training completed in"), std::string::npos) << two.out;
-}
-
-// What the GPU engine does not train yet is refused on any machine, before a GPU is looked for.
-TEST(Cli, AcceleratorCudaRefusesWhatTheGpuEngineDoesNotTrainYet) {
-  expect_usage_error("--accelerator cuda --precision bf16-mixed",
-                     "--accelerator cuda: --precision bf16-mixed is not built yet on GPUs; use 32-true or tf32",
-                     "cuda_bf16");
 }
 
 TEST(Cli, PrecisionOtherThan32TrueIsRefusedOnCpuNamingWhatItNeeds) {

@@ -62,7 +62,8 @@ TEST(AblationPlan, OneGpuAblatesTheProbeTheGraphThePrecisionAndTheSizesAndNothin
   c.trainer.accelerator = Accelerator::kCuda;
   c.trainer.monitor_mode = MonitorMode::kPerStep;
   const auto plan = plan_ablations(c, 1);
-  for (const char* planned : {"monitor-background", "no-cuda-graph", "precision=tf32", "batch=1024", "width=1024"}) {
+  for (const char* planned :
+       {"monitor-background", "no-cuda-graph", "precision=tf32", "precision=bf16-mixed", "batch=1024", "width=1024"}) {
     EXPECT_NE(find(plan, planned), nullptr) << planned;
   }
   for (const char* refused : {"loader-workers=1", "strategy=ddp_zero1", "precision=32-true", "cuda-graph"}) {
@@ -75,6 +76,12 @@ TEST(AblationPlan, OneGpuAblatesTheProbeTheGraphThePrecisionAndTheSizesAndNothin
   Config applied = c;
   find(plan, "precision=tf32")->apply(applied);
   EXPECT_EQ(applied.trainer.precision, Precision::kTf32);
+  find(plan, "precision=bf16-mixed")->apply(applied);
+  EXPECT_EQ(applied.trainer.precision, Precision::kBf16Mixed);
+  // A bf16 run ablates back to fp32, and not to itself.
+  c.trainer.precision = Precision::kBf16Mixed;
+  EXPECT_NE(find(plan_ablations(c, 1), "precision=32-true"), nullptr);
+  EXPECT_EQ(find(plan_ablations(c, 1), "precision=bf16-mixed"), nullptr);
 }
 
 TEST(AblationPlan, EagerLaunchesAreAHabitSpreadOverEveryPhase) {

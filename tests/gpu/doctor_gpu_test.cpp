@@ -40,7 +40,7 @@ TEST(DoctorGpu, OneGpuIsPricedPerLaunchAndMoreArePredictedOnTheLinkPresets) {
   EXPECT_GT(doc["model"]["seconds_per_kernel"].get<double>(), 0) << doc["model"].dump(2);
   std::set<std::string> ablations;
   for (const auto& a : doc["ablations"]) ablations.insert(a["name"].get<std::string>());
-  for (const char* planned : {"no-cuda-graph", "precision=tf32", "batch=1024"}) {
+  for (const char* planned : {"no-cuda-graph", "precision=tf32", "precision=bf16-mixed", "batch=1024"}) {
     EXPECT_TRUE(ablations.count(planned)) << planned;
   }
   EXPECT_FALSE(ablations.count("loader-workers=1"));

@@ -68,7 +68,7 @@ struct Case {
 
 class GpuMlp : public ::testing::TestWithParam<Case> {};
 
-TEST_P(GpuMlp, ForwardIsTheFloat64ReferencesAndBackwardTheHostsInFp32AndTf32) {
+TEST_P(GpuMlp, ForwardIsTheFloat64ReferencesAndBackwardTheHostsInFp32Tf32AndBf16) {
   DDP_REQUIRE_GPU();
   const auto [shape, b] = GetParam();
   Mlp init(shape);
@@ -87,6 +87,9 @@ TEST_P(GpuMlp, ForwardIsTheFloat64ReferencesAndBackwardTheHostsInFp32AndTf32) {
   const MlpPassOnGpu tf32 = mlp_pass_on_gpu(shape, LtMath::kTf32, params, x, b, dout, grads);
   expect_close(tf32.output, reference, 1e-3, "tf32 output");
   expect_close(tf32.grads, host.grads, 1e-3, "tf32 gradients");
+  const MlpPassOnGpu bf16 = mlp_pass_on_gpu(shape, LtMath::kBf16, params, x, b, dout, grads);
+  expect_close(bf16.output, reference, 1e-2, "bf16 output");
+  expect_close(bf16.grads, host.grads, 1e-2, "bf16 gradients");
 }
 
 // The seed's shape; odd widths, whose layers start off 16-byte boundaries in the flat

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_support.h"
@@ -117,6 +118,23 @@ TEST(TrainerGpu, TeacherAndCsvDataTrainOnCudaAsOnCpu) {
     const auto gpu = train(dir, name + "_gpu", "--accelerator cuda --data " + data);
     ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
     expect_same_run(run_folder(dir, name + "_gpu"), run_folder(dir, name + "_cpu"), 1e-4);
+  }
+}
+
+// TF32 and bf16 products train the same run within their rounding (1e-3 and 1e-2 of the losses).
+TEST(TrainerGpu, TheTensorCorePrecisionsTrainTheCpusRunWithinTheirRounding) {
+  DDP_REQUIRE_GPU();
+  const fs::path dir = fresh_dir("trainer_gpu_precision");
+  const auto cpu = train(dir, "cpu", "--accelerator cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  for (const auto& [precision, tolerance] : {std::pair{"tf32", 1e-3}, std::pair{"bf16-mixed", 1e-2}}) {
+    const auto gpu = train(dir, precision, std::string("--accelerator cuda --precision ") + precision);
+    ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+    for (const std::string name : {"train_loss", "val_loss"}) {
+      const std::vector<double> a = column(run_folder(dir, precision), name), b = column(run_folder(dir, "cpu"), name);
+      ASSERT_EQ(a.size(), b.size()) << precision << " " << name;
+      for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tolerance * b[i]) << precision << " " << i;
+    }
   }
 }
 

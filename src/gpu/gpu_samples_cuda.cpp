@@ -1,6 +1,7 @@
 #include "gpu/gpu_samples.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "data/teacher_dataset.h"
@@ -11,9 +12,18 @@
 namespace ddp {
 namespace {
 
-std::size_t teacher_floats(const GpuDataSpec& spec, int64_t input_dim, int64_t output_dim) {
-  if (spec.kind != GpuDataKind::kTeacher) return 0;
-  return static_cast<std::size_t>((input_dim + 1) * TeacherNet::kHidden + output_dim * (TeacherNet::kHidden + 2));
+// The teacher's five arrays end to end (empty for another dataset): one upload.
+std::vector<float> packed_teacher(const GpuDataSpec& spec) {
+  if (spec.kind != GpuDataKind::kTeacher) return {};
+  const TeacherNet& net = spec.teacher;
+  std::vector<float> packed;
+  for (const auto& [values, count] :
+       {std::pair{net.w1t, net.input_dim * TeacherNet::kHidden}, std::pair{net.b1, TeacherNet::kHidden},
+        std::pair{net.w2, net.output_dim * TeacherNet::kHidden}, std::pair{net.b2, net.output_dim},
+        std::pair{net.scale, net.output_dim}}) {
+    packed.insert(packed.end(), values, values + count);
+  }
+  return packed;
 }
 
 std::size_t rows_floats(const GpuDataSpec& spec, std::span<const float> values) {
@@ -26,26 +36,21 @@ GpuSamples::GpuSamples(const GpuDataSpec& spec, int64_t input_dim, int64_t outpu
     : spec_(spec),
       input_dim_(input_dim),
       output_dim_(output_dim),
-      weights_(teacher_floats(spec, input_dim, output_dim)),
+      weights_(packed_teacher(spec)),
       inputs_(rows_floats(spec, spec.inputs)),
       targets_(rows_floats(spec, spec.targets)) {
   if (spec.kind == GpuDataKind::kTeacher) {
     const TeacherNet& net = spec.teacher;
     DDP_CHECK(net.input_dim == input_dim && net.output_dim == output_dim, "a teacher of another shape");
-    // One upload of the five arrays, end to end; device_net_ points at each.
-    std::vector<float> packed;
-    const auto append = [&](const float* values, int64_t count) {
-      const float* start = weights_.data() + packed.size();
-      packed.insert(packed.end(), values, values + count);
-      return start;
-    };
+    // device_net_ points at each array in weights_, in packed_teacher's order.
+    const float* next = weights_.data();
+    const auto take = [&](int64_t count) { return std::exchange(next, next + count); };
     device_net_ = net;
-    device_net_.w1t = append(net.w1t, input_dim * TeacherNet::kHidden);
-    device_net_.b1 = append(net.b1, TeacherNet::kHidden);
-    device_net_.w2 = append(net.w2, output_dim * TeacherNet::kHidden);
-    device_net_.b2 = append(net.b2, output_dim);
-    device_net_.scale = append(net.scale, output_dim);
-    weights_.copy_from(packed.data(), packed.size());
+    device_net_.w1t = take(input_dim * TeacherNet::kHidden);
+    device_net_.b1 = take(TeacherNet::kHidden);
+    device_net_.w2 = take(output_dim * TeacherNet::kHidden);
+    device_net_.b2 = take(output_dim);
+    device_net_.scale = take(output_dim);
   }
   if (spec.kind == GpuDataKind::kRows) {
     DDP_CHECK_EQ(spec.inputs.size(), static_cast<std::size_t>(spec.size * input_dim), "rows of another shape");

@@ -59,14 +59,13 @@ class GpuTraining {
   // This rank's share of the validation set's sum of squared errors, in order with epoch's
   // data (waits), and the number of samples in that share.
   double validation_sum_squares(int64_t epoch);
-  int64_t validation_samples() const { return validation_samples_; }
+  int64_t validation_samples() const;
 
   // The device's parameters and optimizer state into the host's (waits).
   void copy_to_host(std::span<float> params, Optimizer& optimizer) const;
 
  private:
   std::unique_ptr<GpuTrainStep> step_;
-  int64_t validation_samples_;
 };
 
 }  // namespace ddp

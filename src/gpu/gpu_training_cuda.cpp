@@ -33,7 +33,7 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
           .data = spec.data,
           .max_epoch_steps = spec.max_epoch_steps,
           .cuda_graph = spec.cuda_graph,
-          .reduce_gradients = spec.world > 1 ? spec.reduce_gradients : nullptr,
+          .reduce_gradients = spec.reduce_gradients,
           .update_begin = spec.update_begin,
           .update_count = spec.update_count,
           .gather_params = spec.gather_params,
@@ -44,8 +44,7 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
 }  // namespace
 
 GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer)
-    : step_(std::make_unique<GpuTrainStep>(step_config(spec), params)),
-      validation_samples_((spec.data.size - spec.rank + spec.world - 1) / spec.world) {
+    : step_(std::make_unique<GpuTrainStep>(step_config(spec), params)) {
   std::vector<std::span<const float>> state;
   for (const auto& [name, buffer] : optimizer.state()) state.emplace_back(buffer);
   step_->load_optimizer_state(state);
@@ -66,9 +65,12 @@ std::optional<DeviceStepMarks> GpuTraining::take_timed_step() { return step_->ta
 std::vector<double> GpuTraining::epoch_sum_squares() const { return step_->epoch_sum_squares(); }
 
 double GpuTraining::validation_sum_squares(int64_t epoch) {
-  if (validation_samples_ == 0) return 0;  // a rank past a validation set smaller than the world
-  return step_->validate(epoch, validation_samples_).sum_squares;
+  const int64_t samples = step_->validation_samples();
+  if (samples == 0) return 0;  // a rank past a validation set smaller than the world
+  return step_->validate(epoch, samples).sum_squares;
 }
+
+int64_t GpuTraining::validation_samples() const { return step_->validation_samples(); }
 
 void GpuTraining::copy_to_host(std::span<float> params, Optimizer& optimizer) const {
   const std::vector<float> device_params = step_->params();

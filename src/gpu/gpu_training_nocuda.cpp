@@ -7,8 +7,7 @@ namespace ddp {
 
 class GpuTrainStep {};
 
-GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> /*params*/, Optimizer& /*optimizer*/)
-    : validation_samples_(spec.data.size) {
+GpuTraining::GpuTraining(const GpuTrainingSpec& /*spec*/, std::span<const float> /*params*/, Optimizer& /*optimizer*/) {
   DDP_CHECK(false, "a GPU run in a build without CUDA: check_accelerator refuses it first");
 }
 
@@ -18,6 +17,7 @@ void GpuTraining::step(const std::vector<int64_t>&, bool) {}
 std::optional<DeviceStepMarks> GpuTraining::take_timed_step() { return std::nullopt; }
 std::vector<double> GpuTraining::epoch_sum_squares() const { return {}; }
 double GpuTraining::validation_sum_squares(int64_t) { return 0; }
+int64_t GpuTraining::validation_samples() const { return 0; }
 void GpuTraining::copy_to_host(std::span<float>, Optimizer&) const {}
 
 }  // namespace ddp

@@ -101,6 +101,7 @@ class GpuTrainStep {
   std::vector<float> params() const;
   std::vector<std::vector<float>> optimizer_state() const;
 
+  int64_t validation_samples() const { return validation_samples_; }  // this rank's
   int64_t graphs_captured() const { return step_graphs_.captured() + gradient_graphs_.captured(); }
 
  private:

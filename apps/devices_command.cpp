@@ -28,6 +28,7 @@ void print_json(const GpuBuild& build, const VisibleGpus& gpus) {
                       {"cuda_version", or_null(build.cuda_version)},
                       {"architectures", words(build.architectures)},
                       {"cublaslt", or_null(build.cublaslt)},
+                      {"nccl", or_null(build.nccl)},
                       {"driver_cuda_version", or_null(gpus.driver_cuda_version)},
                       {"gpus", nlohmann::json::array()},
                       {"no_gpu_reason", or_null(gpus.none_reason)}};
@@ -42,8 +43,9 @@ void print_json(const GpuBuild& build, const VisibleGpus& gpus) {
 
 void print_text(const GpuBuild& build, const VisibleGpus& gpus) {
   if (build.with_cuda) {
-    fmt::print("Built with CUDA {} for {}; a GPU run loads {}\n", build.cuda_version, build.architectures,
-               build.cublaslt);
+    fmt::print("Built with CUDA {} for {}; a GPU run loads {}{}\n", build.cuda_version, build.architectures,
+               build.cublaslt,
+               build.nccl.empty() ? " (no NCCL in this build)" : fmt::format(", and {} for NCCL", build.nccl));
   } else {
     fmt::print("Built without CUDA\n");
   }

@@ -44,12 +44,26 @@ if(DDPSCOPE_WITH_CUDA)
   # A static cudart: one binary runs with or without a driver (it reports the reason then).
   # cuBLASLt is loaded on first use (gpu/cublaslt_library.h): its headers only, no link.
   target_link_libraries(ddpscope_core PUBLIC CUDA::cudart_static ${CMAKE_DL_LIBS})
+  # NCCL (gpu/nccl_library.h): its header at build time (the CUDA toolkit's, or NCCL_ROOT's),
+  # its library loaded by a run that averages over it. Without the header, GPU ranks average
+  # through host memory and --process-group-backend nccl says why.
+  find_path(DDPSCOPE_NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_ROOT} ENV NCCL_ROOT ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES include)
+  if(DDPSCOPE_NCCL_INCLUDE_DIR)
+    file(GLOB DDPSCOPE_NCCL_SOURCES CONFIGURE_DEPENDS src/gpu/*_nccl.cpp)
+    target_include_directories(ddpscope_core PRIVATE ${DDPSCOPE_NCCL_INCLUDE_DIR})
+    message(STATUS "ddpscope: NCCL's header in ${DDPSCOPE_NCCL_INCLUDE_DIR}")
+  else()
+    file(GLOB DDPSCOPE_NCCL_SOURCES CONFIGURE_DEPENDS src/gpu/*_nonccl.cpp)
+    message(STATUS "ddpscope: no nccl.h found; GPU ranks will average through host memory")
+  endif()
+  target_sources(ddpscope_core PRIVATE ${DDPSCOPE_NCCL_SOURCES})
   message(STATUS "ddpscope: building the GPU path with CUDA ${CUDAToolkit_VERSION} for ${CMAKE_CUDA_ARCHITECTURES}")
 else()
-  file(GLOB DDPSCOPE_GPU_SOURCES CONFIGURE_DEPENDS src/gpu/*_nocuda.cpp)
+  file(GLOB DDPSCOPE_GPU_SOURCES CONFIGURE_DEPENDS src/gpu/*_nocuda.cpp src/gpu/*_nonccl.cpp)
   target_sources(ddpscope_core PRIVATE ${DDPSCOPE_GPU_SOURCES})
 endif()
-# The sources shared by both builds (neither *_cuda.cpp, *_nocuda.cpp nor .cu).
+# The sources shared by every build (neither *_[no]cuda.cpp, *_[no]nccl.cpp nor .cu).
 file(GLOB DDPSCOPE_GPU_COMMON CONFIGURE_DEPENDS src/gpu/*.cpp)
-list(FILTER DDPSCOPE_GPU_COMMON EXCLUDE REGEX "_(no)?cuda\\.cpp$")
+list(FILTER DDPSCOPE_GPU_COMMON EXCLUDE REGEX "_(no)?(cuda|nccl)\\.cpp$")
 target_sources(ddpscope_core PRIVATE ${DDPSCOPE_GPU_COMMON})

@@ -160,8 +160,9 @@ if [[ -x $bundle/bin/gpu_step_bench ]]; then
 fi
 
 # 6. The seed (200 epochs) on the GPU: CUDA graph and eager, each with and without the
-# seed's per-step NVML probe; bf16-mixed; then the seed's own 3 ranks, and 2, sharing the one GPU
-# (gradients through host memory). Per step = summary.json's wall over its optimizer steps.
+# seed's per-step NVML probe; bf16-mixed; a NCCL world of one (the NCCL path's price on one
+# GPU); then the seed's own 3 ranks, and 2, sharing the one GPU (gradients through host
+# memory: NCCL takes one rank per GPU). Per step = summary.json's wall over its optimizer steps.
 # DEVICES=N seed_gpu ...: N ranks (1 unless given).
 seed_gpu() {
   local name=$1 summary
@@ -184,6 +185,7 @@ if [[ $engine == yes ]]; then
   seed_gpu ddpscope_gpu_eager --no-cuda-graph
   seed_gpu ddpscope_gpu_eager_probe --no-cuda-graph --monitor-mode per-step
   seed_gpu ddpscope_gpu_bf16 --precision bf16-mixed
+  seed_gpu ddpscope_gpu_nccl1 --process-group-backend nccl
   DEVICES=2 seed_gpu ddpscope_gpu_2ranks
   DEVICES=3 seed_gpu ddpscope_gpu_3ranks
 else

@@ -54,9 +54,9 @@ add_program() {
 # Our programs: ddpscope, the seed's script as a user builds it, the NVML cycle bench, the
 # GPU step bench and the GPU tests where the build has them (built with CUDA).
 add_program "$build/ddpscope"
-# cuBLASLt is loaded on first use (gpu/cublaslt_library.h), so ldd does not list it: the
-# name the binary asks for is the machine's to provide.
-"$build/ddpscope" devices --json | sed -n 's/^ *"cublaslt": "\(.*\)",$/\1/p' >>"$stage/machine-libs"
+# cuBLASLt and NCCL are loaded on first use (gpu/cublaslt_library.h, gpu/nccl_library.h), so
+# ldd does not list them: the names the binary asks for are the machine's to provide.
+"$build/ddpscope" devices --json | sed -n 's/^ *"\(cublaslt\|nccl\)": "\(.*\)",$/\2/p' >>"$stage/machine-libs"
 add_program "$build/seed_example"
 [[ -x $build/bench/nvml_cycle_bench ]] && add_program "$build/bench/nvml_cycle_bench"
 [[ -x $build/bench/gpu_step_bench ]] && add_program "$build/bench/gpu_step_bench"

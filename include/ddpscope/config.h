@@ -44,6 +44,7 @@ struct TrainerOptions {
   bool sync_every_micro_batch = false;
   // gpu
   bool no_cuda_graph = false;  // launch a step's kernels one by one (the eager ablation)
+  ProcessGroupBackend process_group_backend = ProcessGroupBackend::kAuto;  // GPU ranks' gradients
   // observability and outputs
   Profiler profiler = Profiler::kSimple;
   int monitor_interval_ms = 100;

@@ -15,6 +15,9 @@ enum class Accelerator { kCpu, kCuda, kAuto };
 // master weights and optimizer state. Only k32True runs on a CPU.
 enum class Precision { k32True, kTf32, kBf16Mixed };
 enum class Strategy { kAuto, kSingle, kDdp, kDdpZero1 };  // kDdpZero1: DDP with ZeRO-1 optimizer shards
+// How GPU ranks average gradients, after Lightning's DDPStrategy(process_group_backend=...):
+// NCCL on the GPUs, or MPI through host memory; auto: NCCL where it can run.
+enum class ProcessGroupBackend { kAuto, kNccl, kMpi };
 enum class Profiler { kNone, kSimple, kTrace };
 enum class MonitorMode { kBackground, kPerStep };
 enum class ProgressMode { kAuto, kOn, kOff };  // auto: on when stderr is a terminal
@@ -38,6 +41,10 @@ constexpr std::array<Spelling<Strategy>, 4> spellings(Strategy) {
            {Strategy::kSingle, "single"},
            {Strategy::kDdp, "ddp"},
            {Strategy::kDdpZero1, "ddp_zero1"}}};
+}
+constexpr std::array<Spelling<ProcessGroupBackend>, 3> spellings(ProcessGroupBackend) {
+  return {
+      {{ProcessGroupBackend::kAuto, "auto"}, {ProcessGroupBackend::kNccl, "nccl"}, {ProcessGroupBackend::kMpi, "mpi"}}};
 }
 constexpr std::array<Spelling<Profiler>, 3> spellings(Profiler) {
   return {{{Profiler::kNone, "none"}, {Profiler::kSimple, "simple"}, {Profiler::kTrace, "trace"}}};

@@ -47,20 +47,4 @@ GpuPlacement place_on_gpus(Communicator& comm, int visible_gpus) {
   return place_on_gpus(ranks, comm.rank());
 }
 
-std::string describe_gpu_sharing(const GpuPlacement& placement, int world_size) {
-  if (placement.transport != GradTransport::kHostMpi) return "";
-  return fmt::format(
-      "ddpscope: --devices {} puts up to {} ranks on one GPU (ranks share a host's GPUs round-robin): NCCL takes one "
-      "rank per GPU, so gradients travel through host memory over MPI; correct, and slower than a GPU per rank",
-      world_size, placement.max_ranks_per_gpu);
-}
-
-std::string describe_gpu_transport(const GpuPlacement& placement, int world_size) {
-  if (placement.transport == GradTransport::kHostMpi) return describe_gpu_sharing(placement, world_size);
-  return fmt::format(
-      "ddpscope: --devices {} puts a rank on each GPU; NCCL between them is not built yet in this version, so "
-      "gradients travel through host memory over MPI; correct, and slower than NCCL",
-      world_size);
-}
-
 }  // namespace ddp

@@ -37,12 +37,4 @@ GpuPlacement place_on_gpus(const std::vector<RankGpus>& ranks, int rank);
 // The same, with the world gathered over comm (a collective: every rank calls it).
 GpuPlacement place_on_gpus(Communicator& comm, int visible_gpus);
 
-// The start-up line when GPUs are shared (as core oversubscription is said); empty when
-// every rank has a GPU of its own.
-std::string describe_gpu_sharing(const GpuPlacement& placement, int world_size);
-
-// The start-up line of a GPU world of more than one rank: the sharing line, or, with a GPU
-// per rank, that gradients still travel through host memory (NCCL is not built yet).
-std::string describe_gpu_transport(const GpuPlacement& placement, int world_size);
-
 }  // namespace ddp

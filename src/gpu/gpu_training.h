@@ -14,7 +14,9 @@
 #include "ddpscope/layer_layout.h"
 #include "ddpscope/optimizer.h"
 #include "ddpscope/option_enums.h"
+#include "dist/bucket_plan.h"
 #include "gpu/gpu_data_spec.h"
+#include "gpu/nccl_comm.h"
 #include "observe/device_step_phases.h"
 
 namespace ddp {
@@ -30,15 +32,20 @@ struct GpuTrainingSpec {
   int64_t accumulate = 1;
   GpuDataSpec data;             // the dataset, an epoch's samples on one rank and the validation set
   int64_t max_epoch_steps = 0;  // the optimizer steps of the longest epoch
-  // More than one rank (issue 13, gradients through host memory): this rank's GPU (an index
-  // among its host's visible ones), its place in the world (its validation samples are
-  // rank, rank + world, ...) and the ranks' average of a step's gradients, in place.
+  // More than one rank (issue 13): this rank's GPU (an index among its host's visible ones),
+  // its place in the world (its validation samples are rank, rank + world, ...) and, through
+  // host memory, the ranks' average of a step's gradients, in place.
   int device = 0;
   int world = 1, rank = 0;
   std::function<void(std::span<float>)> reduce_gradients{};
   // ZeRO-1 (GpuStepConfig's): this rank's range of the parameters, and their all-gather.
   int64_t update_begin = 0, update_count = -1;
   std::function<void(std::span<float>)> gather_params{};
+  // Or NCCL (a GPU per rank, or a world of one that asked for it): the communicator's id from
+  // rank 0, the buckets (dist/bucket_plan.h's) and the bound on a wait for the device.
+  std::optional<NcclId> nccl_id{};
+  std::vector<GradBucket> buckets{};
+  double nccl_timeout_s = 0;
 };
 
 class GpuTraining {
@@ -65,6 +72,7 @@ class GpuTraining {
   void copy_to_host(std::span<float> params, Optimizer& optimizer) const;
 
  private:
+  std::unique_ptr<NcclComm> nccl_;  // before step_, which uses it
   std::unique_ptr<GpuTrainStep> step_;
 };
 

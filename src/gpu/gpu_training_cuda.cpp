@@ -23,7 +23,7 @@ LtMath lt_math(Precision precision) {
 // Also makes spec.device this process's current GPU, before the step allocates anything on it.
 GpuStepConfig step_config(const GpuTrainingSpec& spec) {
   DDP_CHECK(spec.world > 0 && spec.rank >= 0 && spec.rank < spec.world, "a rank of the world");
-  DDP_CHECK(spec.world == 1 || spec.reduce_gradients, "more than one rank needs a gradient average");
+  DDP_CHECK(spec.world == 1 || spec.reduce_gradients || spec.nccl_id, "more than one rank needs a gradient average");
   check_cuda(cudaSetDevice(spec.device), "cudaSetDevice");
   return {.shape = spec.shape,
           .optimizer = spec.optimizer,
@@ -34,6 +34,9 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
           .max_epoch_steps = spec.max_epoch_steps,
           .cuda_graph = spec.cuda_graph,
           .reduce_gradients = spec.reduce_gradients,
+          .nccl = nullptr,  // GpuTraining's, once it has joined
+          .buckets = spec.buckets,
+          .nccl_timeout_s = spec.nccl_timeout_s,
           .update_begin = spec.update_begin,
           .update_count = spec.update_count,
           .gather_params = spec.gather_params,
@@ -43,8 +46,13 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
 
 }  // namespace
 
-GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer)
-    : step_(std::make_unique<GpuTrainStep>(step_config(spec), params)) {
+GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer) {
+  GpuStepConfig config = step_config(spec);
+  if (spec.nccl_id) {
+    nccl_ = std::make_unique<NcclComm>(*spec.nccl_id, spec.world, spec.rank);
+    config.nccl = nccl_.get();
+  }
+  step_ = std::make_unique<GpuTrainStep>(config, params);
   std::vector<std::span<const float>> state;
   for (const auto& [name, buffer] : optimizer.state()) state.emplace_back(buffer);
   step_->load_optimizer_state(state);

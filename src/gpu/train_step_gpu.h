@@ -9,9 +9,13 @@
 // allocated by the constructor, nothing is copied between host and device inside a step, and
 // each micro-batch's loss stays on the device until epoch_sum_squares(). validate() is the
 // forward and loss alone over the dataset in order, captured likewise. With more than one
-// rank (issue 13's host-memory transport), a step runs in two parts around the ranks'
-// average of its gradients, made in host memory: the zeroing, micro-batches and backward
-// (captured likewise), then the gradients copied out and back, then the optimizer.
+// rank, the ranks average the step's gradients (issue 13). Over NCCL the average is part of
+// the step (dist/gpu_step_schedule.h's order): in the last micro-batch's backward, each
+// bucket's allreduce starts on a stream of its own once its layers' gradients are done, and
+// the optimizer waits for the last one; the graph holds all of it. Through host memory (ranks
+// sharing a GPU) a step runs in two parts around the ranks' average, made on the host: the
+// zeroing, micro-batches and backward (captured likewise), then the gradients copied out and
+// back, then the optimizer.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -22,12 +26,15 @@
 
 #include "ddpscope/layer_layout.h"
 #include "ddpscope/optimizer.h"
+#include "dist/bucket_plan.h"
+#include "gpu/cuda_event.h"
 #include "gpu/cuda_graph.h"
 #include "gpu/cuda_stream.h"
 #include "gpu/device_array.h"
 #include "gpu/gpu_samples.h"
 #include "gpu/lt_gemm.h"
 #include "gpu/mlp_gpu.h"
+#include "gpu/nccl_comm.h"
 #include "gpu/step_cursor.h"
 #include "gpu/step_timer.h"
 #include "optim/update_rules.h"
@@ -46,6 +53,12 @@ struct GpuStepConfig {
   // Set with more than one rank: averages a step's gradients over the ranks, in place, in
   // host memory (the ranks' allreduce over MPI).
   std::function<void(std::span<float>)> reduce_gradients{};
+  // Or the ranks' NCCL communicator (not owned), which averages them on the device in these
+  // buckets (plan_buckets's: backward's order); the host's waits for the device give up after
+  // nccl_timeout_s.
+  NcclComm* nccl = nullptr;
+  std::vector<GradBucket> buckets{};
+  double nccl_timeout_s = 0;
   // ZeRO-1 through host memory (--strategy ddp_zero1): the optimizer updates only this rank's
   // parameters [update_begin, update_begin + update_count), with state of that size, after
   // reduce_gradients left their mean there; gather_params then fills the others' ranges into
@@ -112,6 +125,11 @@ class GpuTrainStep {
   void enqueue_optimizer();
   void step_through_host(const std::vector<int64_t>& sizes);
   void enqueue_validation(int64_t samples);
+  // In the last micro-batch's backward: after layer's gradients, the allreduce of each bucket
+  // it completes, on comm_stream_.
+  void start_bucket_allreduces(int64_t layer, std::size_t& next_bucket);
+  // Waits for the device (through NCCL's poll when it averages).
+  void wait() const;
 
   GpuStepConfig config_;
   std::vector<LinearLayout> layers_;
@@ -141,6 +159,11 @@ class GpuTrainStep {
   // The host-memory transport's: the gradients part's graphs, and the gradients on the host.
   GraphsByShape<std::vector<int64_t>> gradient_graphs_;
   std::vector<float> host_grads_, host_params_;
+  // NCCL's: the stream the buckets' allreduces run on, an event per bucket (its layers are
+  // done) and one for the last allreduce's end.
+  CudaStream comm_stream_;
+  std::vector<CudaEvent> bucket_done_;
+  CudaEvent allreduces_done_;
   // Timed steps: their own graphs (with the events as nodes), the marks of one not yet read.
   StepTimer timer_;
   GraphsByShape<std::vector<int64_t>> timed_graphs_;

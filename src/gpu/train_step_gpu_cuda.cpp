@@ -47,6 +47,7 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
       val_nonfinite_(1),
       host_grads_(config.reduce_gradients ? static_cast<std::size_t>(num_params_) : 0),
       host_params_(config.gather_params ? static_cast<std::size_t>(num_params_) : 0),
+      bucket_done_(config.buckets.size()),
       timer_(config.accumulate) {
   DDP_CHECK_GT(config.batch_size, 0);
   DDP_CHECK_GT(config.accumulate, 0);
@@ -54,6 +55,9 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
   DDP_CHECK(update_begin_ >= 0 && update_begin_ + update_count_ <= num_params_, "a range of the parameters");
   DDP_CHECK(update_count_ == num_params_ || (config.reduce_gradients && config.gather_params),
             "a sharded update needs the ranks' reduce-scatter and all-gather");
+  DDP_CHECK(config.nccl == nullptr || (!config.reduce_gradients && config.nccl_timeout_s > 0 &&
+                                       !config.buckets.empty() && config.buckets.back().first_layer == 0),
+            "one transport, buckets down to the first layer, and a bound on its waits");
   params_.copy_from(params.data(), params.size());
   DDP_CHECK(config.validation_first >= 0 && config.validation_stride > 0, "validation samples of a rank");
   std::vector<int64_t> validation;
@@ -79,8 +83,9 @@ void GpuTrainStep::start_epoch(int64_t epoch, std::span<const int64_t> order, in
                                int64_t steps_in_epoch) {
   DDP_CHECK_LE(static_cast<int64_t>(order.size()), config_.data.size, "an epoch longer than allocated for");
   DDP_CHECK_LE(steps_in_epoch, config_.max_epoch_steps, "an epoch of more steps than allocated for");
-  timed_marks_ = 0;                 // a timed step not taken is dropped with its reference
-  timer_.reference(stream_.get());  // synchronises: the last epoch's steps read what follows
+  timed_marks_ = 0;  // a timed step not taken is dropped with its reference
+  wait();            // the last epoch's steps read what follows
+  timer_.reference(stream_.get());
   order_.copy_from(order.data(), order.size());
   const StepCursor cursor{samples_.counter_hi(epoch), 0, 0};
   cursor_.copy_from(&cursor, 1);
@@ -131,7 +136,7 @@ void GpuTrainStep::step(const std::vector<int64_t>& sizes, bool timed) {
 
 std::optional<DeviceStepMarks> GpuTrainStep::take_timed_step() {
   if (timed_marks_ == 0) return std::nullopt;
-  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  wait();
   return timer_.read(std::exchange(timed_marks_, 0));
 }
 
@@ -162,8 +167,32 @@ void GpuTrainStep::enqueue_gradients(const std::vector<int64_t>& sizes, const St
     launch_mse_loss_at(pred, y_.data(), act.gradient, b * out, mse_gradient_scale(loss_scale, b * out), cursor_.data(),
                        static_cast<int64_t>(j), sum_squares_.data(), stream_.get());
     mark();
-    mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get());
+    if (config_.nccl != nullptr && j + 1 == sizes.size()) {  // the micro-batches before accumulate only
+      std::size_t next_bucket = 0;
+      mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get(),
+                       [&](int64_t layer) { start_bucket_allreduces(layer, next_bucket); });
+      DDP_CHECK_EQ(next_bucket, config_.buckets.size());
+      allreduces_done_.order(comm_stream_.get(), stream_.get());
+    } else {
+      mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get());
+    }
     mark();
+  }
+}
+
+void GpuTrainStep::start_bucket_allreduces(int64_t layer, std::size_t& next_bucket) {
+  for (; next_bucket < config_.buckets.size() && config_.buckets[next_bucket].first_layer == layer; ++next_bucket) {
+    const GradBucket& bucket = config_.buckets[next_bucket];
+    bucket_done_[next_bucket].order(stream_.get(), comm_stream_.get());
+    config_.nccl->allreduce_mean(grads_.data() + bucket.begin, bucket.end - bucket.begin, comm_stream_.get());
+  }
+}
+
+void GpuTrainStep::wait() const {
+  if (config_.nccl != nullptr) {
+    config_.nccl->synchronize(stream_.get(), config_.nccl_timeout_s);
+  } else {
+    check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
   }
 }
 
@@ -214,7 +243,7 @@ void GpuTrainStep::enqueue_optimizer() {
 }
 
 std::vector<double> GpuTrainStep::epoch_sum_squares() const {
-  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  wait();
   std::vector<double> sums = sum_squares_.to_host();
   sums.resize(static_cast<std::size_t>(micro_batches_taken_));
   return sums;
@@ -222,7 +251,7 @@ std::vector<double> GpuTrainStep::epoch_sum_squares() const {
 
 GpuLossTotals GpuTrainStep::validate(int64_t epoch, int64_t samples) {
   DDP_CHECK(samples > 0 && samples <= validation_samples_, "validation of 1 to the rank's validation samples");
-  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");  // the last pass reads these
+  wait();  // the last pass reads these
   const StepCursor cursor{samples_.counter_hi(epoch), 0, 0};
   val_cursor_.copy_from(&cursor, 1);
   check_cuda(cudaMemset(val_sum_squares_.data(), 0, sizeof(double)), "cudaMemset");
@@ -251,12 +280,12 @@ void GpuTrainStep::enqueue_validation(int64_t samples) {
 }
 
 std::vector<float> GpuTrainStep::params() const {
-  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  wait();
   return params_.to_host();
 }
 
 std::vector<std::vector<float>> GpuTrainStep::optimizer_state() const {
-  check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+  wait();
   std::vector<std::vector<float>> state;
   if (state0_.count() > 0) state.push_back(state0_.to_host());
   if (state1_.count() > 0) state.push_back(state1_.to_host());

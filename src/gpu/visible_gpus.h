@@ -22,6 +22,7 @@ struct GpuBuild {
   std::string cuda_version;   // "13.0"; empty without CUDA
   std::string architectures;  // CMake's CUDA_ARCHITECTURES, e.g. "80-real 90-real 90-virtual"
   std::string cublaslt;       // the library a GPU run loads, "libcublasLt.so.13"; empty without CUDA
+  std::string nccl;           // the one GPU ranks load to average over NCCL, "libnccl.so.2"; empty without
 };
 
 struct VisibleGpus {

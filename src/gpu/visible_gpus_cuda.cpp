@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gpu/cublaslt_library.h"
+#include "gpu/nccl_comm.h"
 #include "gpu/visible_gpus.h"
 
 namespace ddp {
@@ -42,6 +43,7 @@ GpuBuild gpu_build() {
   build.cuda_version = version_text(CUDART_VERSION);
   build.architectures = DDPSCOPE_CUDA_ARCHITECTURES;
   build.cublaslt = cublaslt_library_name();
+  build.nccl = nccl_library_name();
   return build;
 }
 

@@ -17,7 +17,8 @@ const char* gpu_feature(Precision precision) {
   return precision == Precision::kTf32 ? "TF32 tensor cores" : "bf16 compute on a GPU";
 }
 
-// The options that only a GPU run has: a precision other than 32-true, --no-cuda-graph.
+// The options that only a GPU run has: a precision other than 32-true, --no-cuda-graph,
+// NCCL (CPU ranks average over MPI, which is what mpi names).
 void refuse_gpu_options_on_cpu(const TrainerOptions& options, const std::string& why_cpu) {
   if (options.precision != Precision::k32True) {
     throw UsageError(fmt::format("--precision {} needs --accelerator cuda ({}); {}, where only 32-true is accepted",
@@ -27,6 +28,12 @@ void refuse_gpu_options_on_cpu(const TrainerOptions& options, const std::string&
     throw UsageError(fmt::format(
         "--no-cuda-graph needs --accelerator cuda (it launches a GPU step's kernels one by one); {}, where a step "
         "has no CUDA graph to leave out",
+        why_cpu));
+  }
+  if (options.process_group_backend == ProcessGroupBackend::kNccl) {
+    throw UsageError(fmt::format(
+        "--process-group-backend nccl needs --accelerator cuda (NCCL averages gradients on GPUs); {}, where ranks "
+        "average over MPI (auto or mpi)",
         why_cpu));
   }
 }

@@ -322,6 +322,9 @@ std::vector<OptionSpec> make_table() {
   t.push_back(flag(
       "no-cuda-graph", "", "trainer", "cuda: launch each kernel of a step instead of one CUDA graph per step",
       [](C & c) -> auto& { return c.trainer.no_cuda_graph; }));
+  t.push_back(choice(
+      "process-group-backend", "ddp", "auto | nccl | mpi: how GPU ranks average gradients (cuda only)",
+      [](C & c) -> auto& { return c.trainer.process_group_backend; }));
   // observability
   t.push_back(choice(
       "profiler", "observability", "none | simple | trace", [](C & c) -> auto& { return c.trainer.profiler; }));

@@ -48,6 +48,8 @@ void check_training_loss(const Loss& loss, const Batch& batch) {
   DDP_CHECK_EQ(loss.rows(), batch.size, "the training loss is of another batch");
 }
 
+}  // namespace
+
 GradReducerOptions reducer_options(const TrainerOptions& options) {
   GradReducerOptions out;
   out.bucket_cap_bytes = static_cast<std::size_t>(options.bucket_cap_mb * (1 << 20));
@@ -55,8 +57,6 @@ GradReducerOptions reducer_options(const TrainerOptions& options) {
   out.overlap = !options.no_overlap;
   return out;
 }
-
-}  // namespace
 
 void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   // With more ranks than cores the launcher says so; a lone process says it here.

@@ -6,17 +6,22 @@
 // where it reads) is the phase "other"; the step after each read is timed by CUDA events,
 // and at the run's end the device's share of "other" becomes data, forward, backward and
 // optimizer (observe/device_step_phases.h). With more than one rank, each takes its shard
-// as on CPU and a step waits for the ranks' average of its gradients, through host memory
-// (NCCL is not built yet), in the phase comm_wait; those steps are not timed.
+// as on CPU and the ranks average each step's gradients: over NCCL inside the step's graph,
+// or, through host memory, in the phase comm_wait (those steps are not timed).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <typeinfo>
 #include <utility>
 
 #include "data/sampler.h"
 #include "ddpscope/error.h"
+#include "dist/comm_watchdog.h"
 #include "dist/gpu_placement.h"
+#include "dist/grad_transport_choice.h"
 #include "gpu/visible_gpus.h"
 #include "train/accelerator_check.h"
 #include "train/regression_task.h"
@@ -44,10 +49,8 @@ void Trainer::Run::start_gpu(LightningModule& module) {
   }
   if (!on_gpu) return;
   GpuPlacement placement;
-  if (comm_.size() > 1) {
-    placement = place_on_gpus(comm_, static_cast<int>(visible_gpus().devices.size()));
-    if (comm_.rank() == 0) std::fprintf(stderr, "%s\n", describe_gpu_transport(placement, comm_.size()).c_str());
-  }
+  if (comm_.size() > 1) placement = place_on_gpus(comm_, static_cast<int>(visible_gpus().devices.size()));
+  const GradTransport transport = choose_gpu_transport(placement);
   GpuTrainingSpec spec{.shape = module.network().shape(),
                        .optimizer = optimizer_config_,
                        .precision = options_.precision,
@@ -59,7 +62,19 @@ void Trainer::Run::start_gpu(LightningModule& module) {
                        .device = placement.gpu,
                        .world = comm_.size(),
                        .rank = comm_.rank()};
-  if (comm_.size() > 1) {
+  if (transport == GradTransport::kNccl) {
+    // llm.c's start: rank 0's id, carried to the others over MPI.
+    NcclId id{};
+    if (comm_.rank() == 0) id = new_nccl_id();
+    comm_.broadcast(id, 0);
+    spec.nccl_id = id;
+    const GradReducerOptions buckets = reducer_options(options_);  // --no-overlap: one for everything
+    const std::size_t no_cap = std::numeric_limits<std::size_t>::max();
+    spec.buckets = plan_buckets(module.network().layers(), buckets.overlap ? buckets.bucket_cap_bytes : no_cap,
+                                buckets.overlap ? buckets.first_bucket_cap_bytes : no_cap);
+    spec.nccl_timeout_s = comm_timeout_from_env();
+    gpu_over_nccl_ = true;
+  } else if (transport == GradTransport::kHostMpi) {
     // The ranks' collectives, as the CPU loop calls them; their waits are comm_wait.
     const auto waiting = [this](auto collective) {
       return [this, collective](std::span<float> values) {
@@ -78,6 +93,31 @@ void Trainer::Run::start_gpu(LightningModule& module) {
     }
   }
   gpu_ = std::make_unique<GpuTraining>(spec, module.network().params(), *optimizer_);
+}
+
+// One transport for the whole world (dist/grad_transport_choice.h), from every rank's NCCL:
+// the lowest rank that cannot load it says why, to all.
+GradTransport Trainer::Run::choose_gpu_transport(const GpuPlacement& placement) {
+  const bool may_use_nccl = options_.process_group_backend != ProcessGroupBackend::kMpi &&
+                            (comm_.size() > 1 || options_.process_group_backend == ProcessGroupBackend::kNccl);
+  NcclReadiness nccl;
+  if (may_use_nccl) {
+    const std::string why = nccl_unavailable();
+    const std::vector<uint64_t> ready = comm_.allgather(uint64_t{why.empty()});
+    const auto first_without = std::find(ready.begin(), ready.end(), uint64_t{0});
+    if (first_without != ready.end()) {
+      nccl.first_rank_without = static_cast<int>(first_without - ready.begin());
+      std::array<std::byte, 512> text{};  // the reason, cut to a fixed size for the broadcast
+      if (comm_.rank() == nccl.first_rank_without)
+        std::memcpy(text.data(), why.data(), std::min(why.size(), text.size() - 1));
+      comm_.broadcast(text, nccl.first_rank_without);
+      nccl.why = reinterpret_cast<const char*>(text.data());
+    }
+  }
+  const GradTransportChoice choice =
+      choose_grad_transport(options_.process_group_backend, placement, comm_.size(), shard_->sharded(), nccl);
+  if (comm_.rank() == 0 && !choice.line.empty()) std::fprintf(stderr, "%s\n", choice.line.c_str());
+  return choice.transport;
 }
 
 bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
@@ -132,6 +172,13 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
 // The micro-batches' losses since the last read, each checked as the CPU's loop checks its
 // own (same message) and logged as the CPU's training_step logs it: the latest is train_loss.
 void Trainer::Run::read_gpu_losses() {
+  if (gpu_over_nccl_ && comm_.size() > 1) {
+    // The ranks meet on the host before it waits for the device: a rank that stopped would
+    // hang the others' allreduces, and here the watchdog names it (dist/comm_watchdog.h).
+    clock_.enter(Phase::kCommWait);
+    comm_.barrier();
+    clock_.enter(Phase::kOther);
+  }
   const std::vector<double> sums = gpu_->epoch_sum_squares();
   if (const std::optional<DeviceStepMarks> marks = gpu_->take_timed_step()) {
     device_phases_.add_timed(device_step_times(*marks));

@@ -8,6 +8,7 @@
 
 #include "data/loader.h"
 #include "ddpscope/trainer.h"
+#include "dist/gpu_placement.h"
 #include "dist/grad_reducer.h"
 #include "dist/launcher.h"
 #include "dist/optimizer_shard.h"
@@ -26,6 +27,9 @@
 #include "train/utilization_watch.h"
 
 namespace ddp {
+
+// --bucket-cap-mb and --no-overlap, as the CPU's reducer and the GPU's NCCL buckets take them.
+GradReducerOptions reducer_options(const TrainerOptions& options);
 
 class Trainer::Run {
  public:
@@ -57,6 +61,7 @@ class Trainer::Run {
   // The same on a GPU (trainer_gpu.cpp); validate_on_gpu fills val_metrics_ as validation_step's
   // logging does on CPU.
   void start_gpu(LightningModule& module);
+  GradTransport choose_gpu_transport(const GpuPlacement& placement);
   bool train_epoch_on_gpu(LightningModule& module);
   void read_gpu_losses();
   void validate_on_gpu();
@@ -117,6 +122,7 @@ class Trainer::Run {
   } gpu_epoch_;
   DevicePhaseSamples device_phases_;  // the GPU's steps, and the CUDA events of timed ones
   bool time_next_gpu_step_ = true;    // the step after each read of the device is timed
+  bool gpu_over_nccl_ = false;        // the GPU ranks average on the device (dist/grad_transport_choice.h)
 };
 
 }  // namespace ddp

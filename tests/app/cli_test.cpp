@@ -280,6 +280,22 @@ TEST(Cli, NoCudaGraphIsRefusedOnCpuAndWrittenToHparams) {
   EXPECT_NE(read_text(hparams).find("no_cuda_graph: false"), std::string::npos) << read_text(hparams);
 }
 
+// How GPU ranks average (Lightning's process_group_backend): nccl is refused on CPU, where
+// ranks average over MPI; mpi and auto train there; the choice is written to hparams.yaml.
+TEST(Cli, ProcessGroupBackendNcclIsRefusedOnCpuAndMpiTrainsThere) {
+  expect_usage_error("--process-group-backend nccl",
+                     "--process-group-backend nccl needs --accelerator cuda (NCCL averages gradients on GPUs); this "
+                     "run is on CPU (--accelerator cpu), where ranks average over MPI (auto or mpi)",
+                     "pg_nccl_cpu");
+  expect_usage_error("--process-group-backend gloo",
+                     "--process-group-backend: 'gloo' is not accepted; expected one of auto, nccl, mpi", "pg_bad");
+  const auto r = train("--process-group-backend mpi --devices 2", "pg_mpi");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto hparams =
+      std::filesystem::temp_directory_path() / "ddpscope_test_pg_mpi" / "ddpscope_logs/version_0/hparams.yaml";
+  EXPECT_NE(read_text(hparams).find("process_group_backend: mpi"), std::string::npos) << read_text(hparams);
+}
+
 TEST(Cli, PrecisionIsWrittenToHparamsAndReadFromYamlWithLightningsAlias) {
   const auto r = train("--precision 32", "precision_alias");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -315,6 +331,9 @@ TEST(Cli, DevicesSaysHowItWasBuiltAndWhyNoGpuIsVisible) {
   EXPECT_EQ(architectures, build.architectures);
   if (build.with_cuda) EXPECT_NE(architectures.find("90-real"), std::string::npos) << "Hopper's code is built in";
   if (gpus.devices.empty()) EXPECT_EQ(j.at("no_gpu_reason").get<std::string>(), gpus.none_reason);
+  // What the GPU machine's bundle must find there (bench/gpu/pack.sh reads these two).
+  EXPECT_EQ(j.at("cublaslt").is_null() ? "" : j.at("cublaslt").get<std::string>(), build.cublaslt);
+  EXPECT_EQ(j.at("nccl").is_null() ? "" : j.at("nccl").get<std::string>(), build.nccl);
 }
 
 TEST(Cli, ProgressBarDrawsEpochsWhenOn) {

@@ -1,0 +1,101 @@
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "ddpscope/error.h"
+#include "gpu/cuda_check.h"
+#include "gpu/nccl_comm.h"
+#include "gpu/nccl_library.h"
+
+namespace ddp {
+namespace {
+
+static_assert(sizeof(ncclUniqueId) == kNcclIdBytes);
+
+void check_nccl(ncclResult_t result, const char* call) {
+  if (result == ncclSuccess) return;
+  throw DistributedError(fmt::format("NCCL: {} failed: {} ({})", call, nccl().ncclGetErrorString(result),
+                                     nccl().ncclGetLastError(nullptr)));
+}
+
+}  // namespace
+
+std::string nccl_unavailable() {
+  try {
+    nccl();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* nccl_library_name() { return kNcclLibrary; }
+
+NcclId new_nccl_id() {
+  ncclUniqueId id;
+  check_nccl(nccl().ncclGetUniqueId(&id), "ncclGetUniqueId");
+  NcclId bytes;
+  std::memcpy(bytes.data(), &id, sizeof(id));
+  return bytes;
+}
+
+NcclComm::NcclComm(const NcclId& id, int world, int rank) {
+  ncclUniqueId unique;
+  std::memcpy(&unique, id.data(), sizeof(unique));
+  check_nccl(nccl().ncclCommInitRank(&comm_, world, unique, rank), "ncclCommInitRank");
+}
+
+NcclComm::~NcclComm() {
+  if (comm_ != nullptr && !aborted_) nccl().ncclCommDestroy(comm_);
+}
+
+void NcclComm::allreduce_mean(float* data, std::size_t count, CUstream_st* stream) {
+  check_nccl(nccl().ncclAllReduce(data, data, count, ncclFloat32, ncclAvg, comm_, stream), "ncclAllReduce");
+}
+
+void NcclComm::synchronize(CUstream_st* stream, double timeout_s) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  // Spin briefly (a read at a logging step waits microseconds), then poll without a core.
+  constexpr auto kSpin = std::chrono::milliseconds(2);
+  constexpr auto kPoll = std::chrono::microseconds(100);
+  for (;;) {
+    const cudaError_t status = cudaStreamQuery(stream);
+    if (status == cudaSuccess) return;
+    if (status != cudaErrorNotReady) check_cuda(status, "cudaStreamQuery");
+    ncclResult_t async = ncclSuccess;
+    check_nccl(nccl().ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
+    if (async != ncclSuccess && async != ncclInProgress) {
+      abort_with(fmt::format("NCCL reported {} ({}) while the GPU averaged gradients", nccl().ncclGetErrorString(async),
+                             nccl().ncclGetLastError(comm_)));
+    }
+    const auto waited = Clock::now() - start;
+    if (std::chrono::duration<double>(waited).count() > timeout_s) {
+      abort_with(fmt::format(
+          "the GPU's work, with its NCCL allreduces, has not finished after {:g} s (DDPSCOPE_COMM_TIMEOUT_S): a rank "
+          "has stopped taking part in the collectives",
+          timeout_s));
+    }
+    if (waited < kSpin) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(kPoll);
+    }
+  }
+}
+
+void NcclComm::abort_with(const std::string& why) {
+  aborted_ = true;
+  nccl().ncclCommAbort(comm_);  // its kernels return, so the process can end
+  throw DistributedError(why);
+}
+
+std::string NcclComm::version() const {
+  const int v = nccl().version;  // NCCL_VERSION(X, Y, Z): X * 10000 + Y * 100 + Z since 2.9
+  return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+}
+
+}  // namespace ddp

@@ -1,0 +1,80 @@
+// NCCL for GPU ranks (gpu/nccl_comm.h): loaded on first use, with every function the project
+// calls; a communicator's id made without a GPU; on a GPU, a world of one that averages in
+// place on its stream, and a wait for the device that ends with exit 4 once past its bound.
+#include "gpu/nccl_comm.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ddpscope/error.h"
+#include "gpu/cuda_stream.h"
+#include "gpu/device_array.h"
+#include "gpu/nccl_library.h"
+#include "gpu_test_support.h"
+
+namespace ddp {
+namespace {
+
+TEST(NcclLibrary, IsLoadedOnFirstUseWithEveryFunctionTheProjectCalls) {
+  // This test links the engine as ddpscope does: a run that never averages over NCCL does
+  // not load it either.
+  EXPECT_EQ(dlopen(kNcclLibrary, RTLD_NOW | RTLD_NOLOAD), nullptr) << kNcclLibrary << " was loaded at start";
+  EXPECT_EQ(nccl_unavailable(), "") << "the development machines' CUDA toolkit has NCCL";
+  const Nccl& api = nccl();
+#define DDP_EXPECT_LOADED(function) EXPECT_NE(api.function, nullptr) << #function
+  DDP_NCCL_FUNCTIONS(DDP_EXPECT_LOADED)
+#undef DDP_EXPECT_LOADED
+  EXPECT_GE(api.version, NCCL_VERSION(2, 10, 0)) << "ncclAvg";
+  EXPECT_EQ(std::string(api.ncclGetErrorString(ncclSuccess)), "no error");
+  EXPECT_NE(dlopen(kNcclLibrary, RTLD_NOW | RTLD_NOLOAD), nullptr);
+}
+
+TEST(NcclLibrary, MakesADifferentIdForEachCommunicatorWithoutAGpu) {
+  const NcclId a = new_nccl_id(), b = new_nccl_id();
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, NcclId{});
+}
+
+TEST(NcclComm, AWorldOfOneAveragesInPlaceOnItsStream) {
+  DDP_REQUIRE_GPU();
+  check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  NcclComm comm(new_nccl_id(), 1, 0);
+  EXPECT_EQ(comm.version().substr(0, 2), "2.");
+  const std::vector<float> values = {1.5f, -2.25f, 3.0e-8f, 7.0f};
+  DeviceArray<float> data(values.size());
+  data.copy_from(values.data(), values.size());
+  CudaStream stream;
+  comm.allreduce_mean(data.data(), values.size(), stream.get());
+  comm.synchronize(stream.get(), 10.0);
+  EXPECT_EQ(data.to_host(), values);  // the mean of one rank's values is its values
+}
+
+TEST(NcclComm, AWaitPastItsBoundAbortsTheCommunicatorWithCode4) {
+  DDP_REQUIRE_GPU();
+  check_cuda(cudaSetDevice(0), "cudaSetDevice");
+  NcclComm comm(new_nccl_id(), 1, 0);
+  CudaStream stream;
+  // The stream's work outlasts the bound, as an allreduce waiting for a stopped rank would.
+  check_cuda(cudaLaunchHostFunc(
+                 stream.get(), [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(800)); }, nullptr),
+             "cudaLaunchHostFunc");
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    comm.synchronize(stream.get(), 0.2);
+    ADD_FAILURE() << "the wait outlasted its bound without an error";
+  } catch (const DistributedError& e) {
+    EXPECT_NE(std::string(e.what()).find("has not finished after 0.2 s (DDPSCOPE_COMM_TIMEOUT_S)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0.7);
+  check_cuda(cudaStreamSynchronize(stream.get()), "cudaStreamSynchronize");
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,6 +1,7 @@
 #include "doctor_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "dist/world.h"
 #include "doctor/allreduce_probe.h"
 #include "doctor/doctor.h"
+#include "gpu/visible_gpus.h"
 #include "log/run_dir.h"
 #include "train/accelerator_check.h"
 #include "train/options.h"
@@ -59,6 +61,19 @@ bool doctor_on_gpu(Config& config) {
   return gpu;
 }
 
+// What the runs with more ranks than GPUs measured: ranks sharing them (gpu_placement.h).
+std::string shared_gpus_note(const std::vector<int>& devices, int gpus) {
+  std::vector<std::string> shared;
+  for (const int n : devices) {
+    if (n > gpus) shared.push_back(std::to_string(n));
+  }
+  return fmt::format(
+      "The runs of {} ranks shared this machine's {} GPU{} (ranks take them round-robin, and gradients travel "
+      "through host memory over MPI, as NCCL takes one rank per GPU): they measure shared GPUs, not that many GPUs. "
+      "The predictions on the nvlink and pcie presets are for a GPU per rank.",
+      fmt::join(shared, ", "), gpus, gpus == 1 ? "" : "s");
+}
+
 // The most --repeats takes: each repeat is one more full baseline run at each ablated device count.
 constexpr int64_t kMaxRepeats = 10;
 
@@ -69,20 +84,15 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
   std::vector<std::string> notes;
   std::vector<int> devices;
   if (doctor_on_gpu(config)) {
-    // One GPU until N GPUs over NCCL are built: the model predicts more from its prices.
-    if (devices_given && parse_device_list(devices_text) != std::vector<int>{1}) {
-      reject_value("devices", devices_text,
-                   "1 with --accelerator cuda: the doctor measures one GPU and predicts 3 and 8 GPUs from its prices "
-                   "(its runs of N GPU ranks wait for NCCL; train --accelerator cuda --devices N runs them, with "
-                   "gradients through host memory)");
-    }
-    devices = {1};
-    if (config.trainer.devices > 1) {
-      notes.push_back(
-          fmt::format("The configuration asks for {} devices; this version's doctor measures one GPU, so {} ran 1 GPU "
-                      "and its model "
-                      "predicts {} GPUs on the link presets.",
-                      config.trainer.devices, command.get_name(), config.trainer.devices));
+    // N GPU ranks run as train runs them: a GPU each while there are enough, else sharing.
+    devices = devices_given ? parse_device_list(devices_text) : std::vector<int>{1};
+    const int gpus = static_cast<int>(visible_gpus().devices.size());
+    if (devices.back() > gpus) notes.push_back(shared_gpus_note(devices, gpus));
+    if (!devices_given && config.trainer.devices > 1) {
+      notes.push_back(fmt::format(
+          "The configuration asks for {} devices; {} ran 1 GPU (give --devices to run more, sharing the GPUs where "
+          "there are fewer) and its model predicts {} GPUs on the link presets.",
+          config.trainer.devices, command.get_name(), config.trainer.devices));
     }
   } else if (devices_given) {
     devices = parse_device_list(devices_text);

@@ -225,8 +225,10 @@ TEST(Cli, AcceleratorCudaWithoutAGpuExitsTwoSayingWhyInEveryCommand) {
   expect_usage_error("--accelerator cuda --precision bf16-mixed", message, "cuda_bf16");
   const auto dir = fresh_dir("cuda_commands");
   std::ofstream(dir / "cuda.yaml") << "accelerator: cuda\n";
-  for (const std::string command : {"compare --devices 1 --accelerator cuda", "doctor --devices 1 --accelerator cuda",
-                                    "predict --from missing.json --accelerator cuda", "train --config cuda.yaml"}) {
+  for (const std::string command :
+       {"compare --devices 1 --accelerator cuda", "doctor --devices 1 --accelerator cuda",
+        "doctor --devices 1,2,3 --accelerator cuda", "predict --from missing.json --accelerator cuda",
+        "train --config cuda.yaml", "train --accelerator cuda --process-group-backend nccl"}) {
     const auto r = run_command(kBinary + " " + command, dir);
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;
     EXPECT_NE(r.err.find(message), std::string::npos) << command << ": " << r.err;

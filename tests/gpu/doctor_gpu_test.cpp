@@ -1,6 +1,7 @@
 // On a GPU machine: `ddpscope doctor --accelerator cuda` runs one GPU, prices its launches,
 // ablates what a GPU has (the probe, the CUDA graph, the precision) and predicts more GPUs on
-// the link presets only; more than one GPU to run is refused. Skipped where no GPU is visible.
+// the link presets; more ranks than GPUs run sharing them, said in the report. Skipped where
+// no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -20,13 +21,20 @@ using testing::run_command;
 
 const std::string kTiny = " --dataset-size 512 --batch-size 64 --hidden-size 32 --hidden-layers 1 --max-epochs 6";
 
-TEST(DoctorGpu, MoreThanOneGpuToRunIsRefused) {
+// More ranks than GPUs run as train runs them, sharing the GPUs, and the report says so.
+TEST(DoctorGpu, MoreRanksThanGpusRunSharingThemAndTheReportSaysSo) {
   DDP_REQUIRE_GPU();
   const auto dir = fresh_dir("doctor_gpu_devices");
-  const auto r = run_command(testing::ddpscope_binary() + " doctor --accelerator cuda --devices 1,3" + kTiny, dir);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("1 with --accelerator cuda"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(dir / "ddpscope_logs"));
+  const std::string shared = std::to_string(visible_gpus().devices.size() + 1);
+  const auto r =
+      run_command(testing::ddpscope_binary() + " compare --accelerator cuda --devices 1," + shared + kTiny, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto doc = nlohmann::json::parse(read_text(dir / "ddpscope_logs/version_0/compare.json"));
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_EQ(doc["runs"][1]["summary"]["accelerator"], "cuda");
+  EXPECT_EQ(doc["runs"][1]["summary"]["world_size"].get<int>(), std::stoi(shared));
+  EXPECT_NE(doc["notes"].dump().find("The runs of " + shared + " ranks shared this machine's"), std::string::npos)
+      << doc["notes"].dump(2);
 }
 
 TEST(DoctorGpu, OneGpuIsPricedPerLaunchAndMoreArePredictedOnTheLinkPresets) {

@@ -8,7 +8,7 @@ namespace ddp {
 namespace {
 
 // Why NCCL cannot average this world's gradients ("" when it can), as the end of a sentence.
-std::string nccl_blocked(const GpuPlacement& placement, int world_size, bool zero1, const NcclReadiness& nccl) {
+std::string nccl_blocked(const GpuPlacement& placement, int world_size, const NcclReadiness& nccl) {
   if (placement.max_ranks_per_gpu > 1) {
     return fmt::format(
         "--devices {} puts up to {} ranks on one GPU (ranks share a host's GPUs round-robin), and NCCL "
@@ -17,7 +17,6 @@ std::string nccl_blocked(const GpuPlacement& placement, int world_size, bool zer
   }
   if (nccl.first_rank_without >= 0)
     return fmt::format("rank {} cannot use NCCL: {}", nccl.first_rank_without, nccl.why);
-  if (zero1) return "--strategy ddp_zero1 reduce-scatters a GPU rank's gradients through host memory in this version";
   return "";
 }
 
@@ -31,8 +30,8 @@ std::string through_host(int world_size, const std::string& why) {
 }  // namespace
 
 GradTransportChoice choose_grad_transport(ProcessGroupBackend backend, const GpuPlacement& placement, int world_size,
-                                          bool zero1, const NcclReadiness& nccl) {
-  const std::string blocked = nccl_blocked(placement, world_size, zero1, nccl);
+                                          const NcclReadiness& nccl) {
+  const std::string blocked = nccl_blocked(placement, world_size, nccl);
   switch (backend) {
     case ProcessGroupBackend::kMpi:
       if (world_size == 1) return {};

@@ -4,8 +4,7 @@
 // --process-group-backend asks for, against what the placement and the ranks' NCCL allow.
 //   nccl: NCCL on the GPUs, also in a world of one (a check of the path); refused, naming
 //         why, when NCCL cannot run: ranks sharing a GPU (NCCL's init fails with
-//         "Duplicate GPU detected"), a rank that cannot load NCCL, or ZeRO-1 (whose GPU
-//         path goes through host memory in this version).
+//         "Duplicate GPU detected") or a rank that cannot load NCCL.
 //   mpi:  through host memory over MPI.
 //   auto: NCCL where it can run, else MPI, said at start-up with the reason.
 #include <string>
@@ -27,6 +26,6 @@ struct GradTransportChoice {
 
 // Throws UsageError when nccl was asked for and cannot run.
 GradTransportChoice choose_grad_transport(ProcessGroupBackend backend, const GpuPlacement& placement, int world_size,
-                                          bool zero1, const NcclReadiness& nccl);
+                                          const NcclReadiness& nccl);
 
 }  // namespace ddp

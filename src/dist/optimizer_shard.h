@@ -32,6 +32,7 @@ class OptimizerShard {
   std::size_t begin() const { return begin_; }        // this rank's range: its first element
   std::size_t size() const { return end_ - begin_; }  // elements in this rank's range
   std::span<float> mine(std::span<float> whole) const { return whole.subspan(begin_, size()); }
+  const std::vector<int>& counts() const { return counts_; }  // every rank's range's size, by rank
 
   // Collectives, each on every rank; with sharded() false they do nothing.
   void reduce_scatter_mean(std::span<float> grads);

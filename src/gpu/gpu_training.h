@@ -38,9 +38,11 @@ struct GpuTrainingSpec {
   int device = 0;
   int world = 1, rank = 0;
   std::function<void(std::span<float>)> reduce_gradients{};
-  // ZeRO-1 (GpuStepConfig's): this rank's range of the parameters, and their all-gather.
+  // ZeRO-1 (GpuStepConfig's): this rank's range of the parameters, their all-gather through
+  // host memory, or every rank's range's size for NCCL's.
   int64_t update_begin = 0, update_count = -1;
   std::function<void(std::span<float>)> gather_params{};
+  std::vector<int> shard_counts{};
   // Or NCCL (a GPU per rank, or a world of one that asked for it): the communicator's id from
   // rank 0, the buckets (dist/bucket_plan.h's) and the bound on a wait for the device.
   std::optional<NcclId> nccl_id{};

@@ -40,6 +40,7 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
           .update_begin = spec.update_begin,
           .update_count = spec.update_count,
           .gather_params = spec.gather_params,
+          .shard_counts = spec.shard_counts,
           .validation_first = spec.rank,
           .validation_stride = spec.world};
 }

@@ -9,6 +9,7 @@
 // build without NCCL's header says so from nccl_unavailable().
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 
 struct CUstream_st;  // cudaStream_t
@@ -39,6 +40,13 @@ class NcclComm {
 
   // In place: the mean over the ranks of count floats, ordered on stream.
   void allreduce_mean(float* data, std::size_t count, CUstream_st* stream);
+
+  // ZeRO-1's two halves (Communicator's reduce_scatter_mean and allgather_ranges), ordered on
+  // stream: rank r owns counts[r] floats of data, in rank order. NCCL's ring reduce-scatter
+  // and all-gather take equal ranges, and OptimizerShard's differ by one, so each range is a
+  // reduce to (a broadcast from) its owner, all of them grouped into one NCCL launch.
+  void reduce_scatter_mean(float* data, std::span<const int> counts, CUstream_st* stream);
+  void allgather_ranges(float* data, std::span<const int> counts, CUstream_st* stream);
 
   // Waits for stream's work. On NCCL's asynchronous error, or when the work has not finished
   // after timeout_s, aborts the communicator and throws DistributedError saying which.

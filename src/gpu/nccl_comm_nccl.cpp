@@ -56,6 +56,32 @@ void NcclComm::allreduce_mean(float* data, std::size_t count, CUstream_st* strea
   check_nccl(nccl().ncclAllReduce(data, data, count, ncclFloat32, ncclAvg, comm_, stream), "ncclAllReduce");
 }
 
+void NcclComm::reduce_scatter_mean(float* data, std::span<const int> counts, CUstream_st* stream) {
+  check_nccl(nccl().ncclGroupStart(), "ncclGroupStart");
+  std::size_t begin = 0;
+  for (std::size_t owner = 0; owner < counts.size(); ++owner) {
+    const auto count = static_cast<std::size_t>(counts[owner]);
+    check_nccl(nccl().ncclReduce(data + begin, data + begin, count, ncclFloat32, ncclAvg, static_cast<int>(owner),
+                                 comm_, stream),
+               "ncclReduce");
+    begin += count;
+  }
+  check_nccl(nccl().ncclGroupEnd(), "ncclGroupEnd");
+}
+
+void NcclComm::allgather_ranges(float* data, std::span<const int> counts, CUstream_st* stream) {
+  check_nccl(nccl().ncclGroupStart(), "ncclGroupStart");
+  std::size_t begin = 0;
+  for (std::size_t owner = 0; owner < counts.size(); ++owner) {
+    const auto count = static_cast<std::size_t>(counts[owner]);
+    check_nccl(
+        nccl().ncclBroadcast(data + begin, data + begin, count, ncclFloat32, static_cast<int>(owner), comm_, stream),
+        "ncclBroadcast");
+    begin += count;
+  }
+  check_nccl(nccl().ncclGroupEnd(), "ncclGroupEnd");
+}
+
 void NcclComm::synchronize(CUstream_st* stream, double timeout_s) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();

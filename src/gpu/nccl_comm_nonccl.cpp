@@ -20,6 +20,12 @@ NcclId new_nccl_id() { throw UsageError(kNoNccl); }
 NcclComm::NcclComm(const NcclId&, int, int) { throw UsageError(kNoNccl); }
 NcclComm::~NcclComm() = default;
 void NcclComm::allreduce_mean(float*, std::size_t, CUstream_st*) { DDP_CHECK(false, "no NCCL in this build"); }
+void NcclComm::reduce_scatter_mean(float*, std::span<const int>, CUstream_st*) {
+  DDP_CHECK(false, "no NCCL in this build");
+}
+void NcclComm::allgather_ranges(float*, std::span<const int>, CUstream_st*) {
+  DDP_CHECK(false, "no NCCL in this build");
+}
 void NcclComm::synchronize(CUstream_st*, double) { DDP_CHECK(false, "no NCCL in this build"); }
 void NcclComm::abort_with(const std::string& why) { throw DistributedError(why); }
 std::string NcclComm::version() const { return ""; }

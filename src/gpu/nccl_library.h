@@ -16,7 +16,11 @@ namespace ddp {
   X(ncclCommDestroy);         \
   X(ncclCommAbort);           \
   X(ncclCommGetAsyncError);   \
-  X(ncclAllReduce);
+  X(ncclAllReduce);           \
+  X(ncclReduce);              \
+  X(ncclBroadcast);           \
+  X(ncclGroupStart);          \
+  X(ncclGroupEnd);
 
 struct Nccl {
 #define DDP_NCCL_MEMBER(name) decltype(&::name) name = nullptr

@@ -12,7 +12,8 @@
 // rank, the ranks average the step's gradients (issue 13). Over NCCL the average is part of
 // the step (dist/gpu_step_schedule.h's order): in the last micro-batch's backward, each
 // bucket's allreduce starts on a stream of its own once its layers' gradients are done, and
-// the optimizer waits for the last one; the graph holds all of it. Through host memory (ranks
+// the optimizer waits for the last one; the graph holds all of it. ZeRO-1 over NCCL reduces
+// each rank's range to it after backward and gathers the parameters after the optimizer. Through host memory (ranks
 // sharing a GPU) a step runs in two parts around the ranks' average, made on the host: the
 // zeroing, micro-batches and backward (captured likewise), then the gradients copied out and
 // back, then the optimizer.
@@ -59,12 +60,15 @@ struct GpuStepConfig {
   NcclComm* nccl = nullptr;
   std::vector<GradBucket> buckets{};
   double nccl_timeout_s = 0;
-  // ZeRO-1 through host memory (--strategy ddp_zero1): the optimizer updates only this rank's
-  // parameters [update_begin, update_begin + update_count), with state of that size, after
-  // reduce_gradients left their mean there; gather_params then fills the others' ranges into
-  // the whole parameters, in host memory. update_count -1: every parameter, no gather.
+  // ZeRO-1 (--strategy ddp_zero1): the optimizer updates only this rank's parameters
+  // [update_begin, update_begin + update_count), with state of that size, after the ranks'
+  // reduce-scatter left their mean gradient there; then the others' ranges are gathered into
+  // the whole parameters. Through host memory, reduce_gradients and gather_params are those
+  // two; over NCCL, its reduce_scatter_mean and allgather_ranges over shard_counts (every
+  // rank's range's size). update_count -1: every parameter, no gather.
   int64_t update_begin = 0, update_count = -1;
   std::function<void(std::span<float>)> gather_params{};
+  std::vector<int> shard_counts{};
   // This rank's validation samples: first, first + stride, ... below data.size.
   int64_t validation_first = 0, validation_stride = 1;
 };
@@ -130,6 +134,7 @@ class GpuTrainStep {
   void start_bucket_allreduces(int64_t layer, std::size_t& next_bucket);
   // Waits for the device (through NCCL's poll when it averages).
   void wait() const;
+  bool sharded_over_nccl() const { return config_.nccl != nullptr && !config_.shard_counts.empty(); }
 
   GpuStepConfig config_;
   std::vector<LinearLayout> layers_;

@@ -1,6 +1,7 @@
 #include "gpu/train_step_gpu.h"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 #include "ddpscope/error.h"
@@ -53,11 +54,15 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
   DDP_CHECK_GT(config.accumulate, 0);
   DDP_CHECK_EQ(params.size(), static_cast<std::size_t>(num_params_));
   DDP_CHECK(update_begin_ >= 0 && update_begin_ + update_count_ <= num_params_, "a range of the parameters");
-  DDP_CHECK(update_count_ == num_params_ || (config.reduce_gradients && config.gather_params),
+  DDP_CHECK(update_count_ == num_params_ || (config.reduce_gradients && config.gather_params) || sharded_over_nccl(),
             "a sharded update needs the ranks' reduce-scatter and all-gather");
-  DDP_CHECK(config.nccl == nullptr || (!config.reduce_gradients && config.nccl_timeout_s > 0 &&
-                                       !config.buckets.empty() && config.buckets.back().first_layer == 0),
+  DDP_CHECK(config.nccl == nullptr ||
+                (!config.reduce_gradients && config.nccl_timeout_s > 0 &&
+                 (sharded_over_nccl() || (!config.buckets.empty() && config.buckets.back().first_layer == 0))),
             "one transport, buckets down to the first layer, and a bound on its waits");
+  DDP_CHECK(!sharded_over_nccl() ||
+                std::accumulate(config.shard_counts.begin(), config.shard_counts.end(), int64_t{0}) == num_params_,
+            "ranges that cover the parameters");
   params_.copy_from(params.data(), params.size());
   DDP_CHECK(config.validation_first >= 0 && config.validation_stride > 0, "validation samples of a rank");
   std::vector<int64_t> validation;
@@ -143,7 +148,10 @@ std::optional<DeviceStepMarks> GpuTrainStep::take_timed_step() {
 void GpuTrainStep::enqueue_step(const std::vector<int64_t>& sizes, const StepTimer* timer) {
   std::size_t next_mark = 0;
   enqueue_gradients(sizes, timer, next_mark);
+  // ZeRO-1 over NCCL: none of it overlaps backward, as on CPU (dist/optimizer_shard.h).
+  if (sharded_over_nccl()) config_.nccl->reduce_scatter_mean(grads_.data(), config_.shard_counts, stream_.get());
   enqueue_update(static_cast<int64_t>(sizes.size()));
+  if (sharded_over_nccl()) config_.nccl->allgather_ranges(params_.data(), config_.shard_counts, stream_.get());
   if (timer != nullptr) timer->mark(stream_.get(), next_mark++);
 }
 
@@ -167,7 +175,7 @@ void GpuTrainStep::enqueue_gradients(const std::vector<int64_t>& sizes, const St
     launch_mse_loss_at(pred, y_.data(), act.gradient, b * out, mse_gradient_scale(loss_scale, b * out), cursor_.data(),
                        static_cast<int64_t>(j), sum_squares_.data(), stream_.get());
     mark();
-    if (config_.nccl != nullptr && j + 1 == sizes.size()) {  // the micro-batches before accumulate only
+    if (config_.nccl != nullptr && !sharded_over_nccl() && j + 1 == sizes.size()) {  // before it: accumulate only
       std::size_t next_bucket = 0;
       mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get(),
                        [&](int64_t layer) { start_bucket_allreduces(layer, next_bucket); });

@@ -73,6 +73,7 @@ void Trainer::Run::start_gpu(LightningModule& module) {
     spec.buckets = plan_buckets(module.network().layers(), buckets.overlap ? buckets.bucket_cap_bytes : no_cap,
                                 buckets.overlap ? buckets.first_bucket_cap_bytes : no_cap);
     spec.nccl_timeout_s = comm_timeout_from_env();
+    if (shard_->sharded()) spec.shard_counts = shard_->counts();
     gpu_over_nccl_ = true;
   } else if (transport == GradTransport::kHostMpi) {
     // The ranks' collectives, as the CPU loop calls them; their waits are comm_wait.
@@ -86,11 +87,13 @@ void Trainer::Run::start_gpu(LightningModule& module) {
     if (shard_->sharded()) {
       spec.reduce_gradients = waiting([this](std::span<float> grads) { shard_->reduce_scatter_mean(grads); });
       spec.gather_params = waiting([this](std::span<float> params) { shard_->allgather(params); });
-      spec.update_begin = static_cast<int64_t>(shard_->begin());
-      spec.update_count = static_cast<int64_t>(shard_->size());
     } else {
       spec.reduce_gradients = waiting([this](std::span<float> grads) { comm_.allreduce_mean(grads, Stream{}); });
     }
+  }
+  if (shard_->sharded()) {  // ZeRO-1: this rank's optimizer is its range's
+    spec.update_begin = static_cast<int64_t>(shard_->begin());
+    spec.update_count = static_cast<int64_t>(shard_->size());
   }
   gpu_ = std::make_unique<GpuTraining>(spec, module.network().params(), *optimizer_);
 }
@@ -115,7 +118,7 @@ GradTransport Trainer::Run::choose_gpu_transport(const GpuPlacement& placement) 
     }
   }
   const GradTransportChoice choice =
-      choose_grad_transport(options_.process_group_backend, placement, comm_.size(), shard_->sharded(), nccl);
+      choose_grad_transport(options_.process_group_backend, placement, comm_.size(), nccl);
   if (comm_.rank() == 0 && !choice.line.empty()) std::fprintf(stderr, "%s\n", choice.line.c_str());
   return choice.transport;
 }

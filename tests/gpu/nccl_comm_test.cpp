@@ -1,6 +1,6 @@
 // NCCL for GPU ranks (gpu/nccl_comm.h): loaded on first use, with every function the project
 // calls; a communicator's id made without a GPU; on a GPU, a world of one that averages in
-// place on its stream, and a wait for the device that ends with exit 4 once past its bound.
+// place on its stream (allreduce, and ZeRO-1's reduce and broadcast of ranges), and a wait for the device that ends with exit 4 once past its bound.
 #include "gpu/nccl_comm.h"
 
 #include <cuda_runtime_api.h>
@@ -53,6 +53,12 @@ TEST(NcclComm, AWorldOfOneAveragesInPlaceOnItsStream) {
   comm.allreduce_mean(data.data(), values.size(), stream.get());
   comm.synchronize(stream.get(), 10.0);
   EXPECT_EQ(data.to_host(), values);  // the mean of one rank's values is its values
+  // ZeRO-1's halves, one range: this rank's, reduced to it and broadcast from it.
+  const std::vector<int> counts = {static_cast<int>(values.size())};
+  comm.reduce_scatter_mean(data.data(), counts, stream.get());
+  comm.allgather_ranges(data.data(), counts, stream.get());
+  comm.synchronize(stream.get(), 10.0);
+  EXPECT_EQ(data.to_host(), values);
 }
 
 TEST(NcclComm, AWaitPastItsBoundAbortsTheCommunicatorWithCode4) {

@@ -1,6 +1,7 @@
 // NCCL for GPU ranks (gpu/nccl_comm.h): loaded on first use, with every function the project
 // calls; a communicator's id made without a GPU; on a GPU, a world of one that averages in
-// place on its stream (allreduce, and ZeRO-1's reduce and broadcast of ranges), and a wait for the device that ends with exit 4 once past its bound.
+// place on its stream (allreduce, and ZeRO-1's reduce and broadcast of ranges), and a wait
+// for the device that ends with exit 4 once past its bound.
 #include "gpu/nccl_comm.h"
 
 #include <cuda_runtime_api.h>

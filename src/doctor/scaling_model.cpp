@@ -89,7 +89,9 @@ PhaseTimes predict_phases(const ModelParameters& m, const WorkloadConfig& c, con
   const double shared = 1.0 + m.compute_contention * sharing;
   const double compute = compute_seconds_per_epoch(m, c, n) * shared;
   const double forward_share = n.forward_flops_per_sample / n.training_flops_per_sample;
-  at(p, Phase::kStartup) = m.startup_seconds + (c.devices > 1 ? m.launch_seconds : 0.0);
+  const bool starts_nccl = c.on_gpu && c.devices > 1 && !same_machine;
+  at(p, Phase::kStartup) =
+      m.startup_seconds + (c.devices > 1 ? m.launch_seconds : 0.0) + (starts_nccl ? kNcclStartupSeconds : 0.0);
   at(p, Phase::kForward) = epochs * compute * forward_share;
   at(p, Phase::kBackward) = epochs * compute * (1.0 - forward_share);
   at(p, Phase::kData) = shared * epochs *

@@ -6,7 +6,8 @@
 // E epochs, V validations, M micro-batches and S samples per epoch, P parameters, Ft and Ff
 // training and forward GEMM FLOPs per sample, the phases of summary.json are:
 //
-//   startup    = s1                    (+ s_launch when W > 1: mpirun, MPI init)
+//   startup    = s1                    (+ s_launch when W > 1: mpirun, MPI init;
+//                                       + kNcclStartupSeconds for W GPUs on a GPU link)
 //   forward    = E * (M * a + S * Ft / R) * Ff/Ft   (the micro-batch compute, split by
 //   backward   = E * (M * a + S * Ft / R) * (1 - Ff/Ft)   FLOP share; fitted as one sum)
 //                a, the fixed seconds of a micro-batch: a_mb on a CPU; on a GPU K * a_k, its
@@ -43,6 +44,11 @@
 #include "observe/phase.h"
 
 namespace ddp {
+
+// What starting a NCCL communicator takes, about 0.17 s for one rank (NVIDIA/nccl#1646): a
+// published figure, not fitted, added to a prediction of W > 1 GPUs on a link between GPUs
+// (a preset: the measured runs of ranks sharing GPUs start no NCCL).
+inline constexpr double kNcclStartupSeconds = 0.17;
 
 // One measurement of the built-in allreduce probe: seconds per allreduce of `bytes` over `ranks`.
 struct AllreducePoint {

@@ -174,6 +174,17 @@ TEST(Interconnect, RingModelAndBandwidthDefinitions) {
   EXPECT_DOUBLE_EQ(busbw(2, 3e9, 1.0), 3e9);
 }
 
+// The nvlink preset against published NCCL allreduce times on H100s: about 25 us for 512 KB
+// over 8 GPUs (ByteDance-Seed/Triton-distributed#57) and about 23 us over 6
+// (vllm-project/vllm#24111, a small message: the latency term alone).
+TEST(Interconnect, NvlinkPresetIsWithinAThirdOfPublishedNcclAllreduceTimes) {
+  const Interconnect& nvlink = find_interconnect("nvlink");
+  const double eight = ring_allreduce_seconds(8, 512 * 1024, nvlink.alpha_seconds, nvlink.beta_bytes_per_second);
+  const double six = ring_allreduce_seconds(6, 4096, nvlink.alpha_seconds, nvlink.beta_bytes_per_second);
+  EXPECT_NEAR(eight / 25e-6, 1.0, 0.35) << eight;
+  EXPECT_NEAR(six / 23e-6, 1.0, 0.35) << six;
+}
+
 TEST(Interconnect, PresetsAreNamedAndPositive) {
   for (const char* name : {"shared-memory", "nvlink", "pcie", "infiniband", "10gbe"}) {
     const Interconnect& link = find_interconnect(name);
@@ -299,6 +310,24 @@ TEST(ScalingModel, GpuFitRecoversThePricePerLaunchAndWhatEagerLaunchesAdd) {
   const auto other = static_cast<std::size_t>(Phase::kOther);
   expect_relative(e.phases[other] - g.phases[other],
                   static_cast<double>(e.counts.kernels) * known.eager_seconds_per_kernel, "eager launches");
+}
+
+// N GPUs on a link between GPUs start a NCCL communicator, at its published price; ranks on
+// this machine (sharing its GPUs through host memory) and CPUs start none.
+TEST(ScalingModel, GpuWorldsOnGpuLinksStartANcclCommunicator) {
+  const ModelParameters m = known_gpu_parameters();
+  const auto startup = [&](bool gpu, int devices, const char* link) {
+    WorkloadConfig c;
+    c.on_gpu = gpu;
+    c.devices = devices;
+    c.interconnect = link;
+    return predict(m, c).phases[static_cast<std::size_t>(Phase::kStartup)];
+  };
+  EXPECT_DOUBLE_EQ(startup(true, 3, "nvlink"), m.startup_seconds + m.launch_seconds + kNcclStartupSeconds);
+  EXPECT_DOUBLE_EQ(startup(true, 8, "pcie"), m.startup_seconds + m.launch_seconds + kNcclStartupSeconds);
+  EXPECT_DOUBLE_EQ(startup(true, 3, "measured"), m.startup_seconds + m.launch_seconds);
+  EXPECT_DOUBLE_EQ(startup(true, 1, "nvlink"), m.startup_seconds);
+  EXPECT_DOUBLE_EQ(startup(false, 3, "nvlink"), m.startup_seconds + m.launch_seconds);
 }
 
 TEST(ScalingModel, FitRefusesRunsOfACpuAndAGpuTogether) {

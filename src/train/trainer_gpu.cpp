@@ -99,10 +99,12 @@ void Trainer::Run::start_gpu(LightningModule& module) {
 }
 
 // One transport for the whole world (dist/grad_transport_choice.h), from every rank's NCCL:
-// the lowest rank that cannot load it says why, to all.
+// the lowest rank that cannot load it says why, to all. NCCL (over 200 MB) is loaded only
+// where it may be used: not for mpi, one rank on its own, or ranks sharing a GPU.
 GradTransport Trainer::Run::choose_gpu_transport(const GpuPlacement& placement) {
   const bool may_use_nccl = options_.process_group_backend != ProcessGroupBackend::kMpi &&
-                            (comm_.size() > 1 || options_.process_group_backend == ProcessGroupBackend::kNccl);
+                            (comm_.size() > 1 || options_.process_group_backend == ProcessGroupBackend::kNccl) &&
+                            placement.max_ranks_per_gpu == 1;
   NcclReadiness nccl;
   if (may_use_nccl) {
     const std::string why = nccl_unavailable();

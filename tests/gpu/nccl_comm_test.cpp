@@ -42,6 +42,18 @@ TEST(NcclLibrary, MakesADifferentIdForEachCommunicatorWithoutAGpu) {
   EXPECT_NE(a, NcclId{});
 }
 
+// Without a GPU, joining fails with NCCL's reason and exit 4, not a crash or a hang.
+TEST(NcclComm, JoiningWithoutAGpuIsADistributedErrorNamingTheCall) {
+  std::string reason;
+  if (testing::first_gpu(reason) != nullptr) GTEST_SKIP() << "a GPU is visible: the other tests join";
+  try {
+    NcclComm comm(new_nccl_id(), 1, 0);
+    ADD_FAILURE() << "joined without a GPU";
+  } catch (const DistributedError& e) {
+    EXPECT_NE(std::string(e.what()).find("NCCL: ncclCommInitRank failed: "), std::string::npos) << e.what();
+  }
+}
+
 TEST(NcclComm, AWorldOfOneAveragesInPlaceOnItsStream) {
   DDP_REQUIRE_GPU();
   check_cuda(cudaSetDevice(0), "cudaSetDevice");

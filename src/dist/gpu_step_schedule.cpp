@@ -55,6 +55,18 @@ std::vector<StepOp> plan_gpu_step(const std::vector<GradBucket>& buckets, int64_
   return ops;
 }
 
+std::vector<std::vector<int64_t>> allreduces_after_layer(const std::vector<StepOp>& ops, int64_t num_layers) {
+  std::vector<std::vector<int64_t>> after(static_cast<std::size_t>(num_layers));
+  int64_t last_layer = -1;  // the latest backward's
+  for (const StepOp& op : ops) {
+    if (op.work == StepWork::kBackward) last_layer = op.layer;
+    if (op.work == StepWork::kAllreduce && op.stream == StepStream::kComm) {
+      after[static_cast<std::size_t>(last_layer)].push_back(op.bucket);
+    }
+  }
+  return after;
+}
+
 std::vector<OpRange> device_parts(const std::vector<StepOp>& ops) {
   std::vector<OpRange> parts;
   std::size_t begin = 0;

@@ -47,6 +47,10 @@ struct StepOp {
 std::vector<StepOp> plan_gpu_step(const std::vector<GradBucket>& buckets, int64_t num_layers, int64_t micro_batches,
                                   GradTransport transport);
 
+// What the GPU engine issues from a NCCL plan: for each layer, the buckets whose allreduce
+// starts right after that layer's backward in the last micro-batch (backward's order).
+std::vector<std::vector<int64_t>> allreduces_after_layer(const std::vector<StepOp>& ops, int64_t num_layers);
+
 // The device parts of a step: [begin, end) ranges of ops between host ops. Each is captured
 // as one CUDA graph and replayed as one launch.
 struct OpRange {

@@ -28,6 +28,7 @@
 #include "ddpscope/layer_layout.h"
 #include "ddpscope/optimizer.h"
 #include "dist/bucket_plan.h"
+#include "dist/gpu_step_schedule.h"
 #include "gpu/cuda_event.h"
 #include "gpu/cuda_graph.h"
 #include "gpu/cuda_stream.h"
@@ -129,9 +130,9 @@ class GpuTrainStep {
   void enqueue_optimizer();
   void step_through_host(const std::vector<int64_t>& sizes);
   void enqueue_validation(int64_t samples);
-  // In the last micro-batch's backward: after layer's gradients, the allreduce of each bucket
-  // it completes, on comm_stream_.
-  void start_bucket_allreduces(int64_t layer, std::size_t& next_bucket);
+  // In the last micro-batch's backward: after layer's gradients, the allreduces the plan puts
+  // there (dist/gpu_step_schedule.h), each on comm_stream_ once that layer is done.
+  void start_bucket_allreduces(int64_t layer);
   // Waits for the device (through NCCL's poll when it averages).
   void wait() const;
   bool sharded_over_nccl() const { return config_.nccl != nullptr && !config_.shard_counts.empty(); }
@@ -164,8 +165,10 @@ class GpuTrainStep {
   // The host-memory transport's: the gradients part's graphs, and the gradients on the host.
   GraphsByShape<std::vector<int64_t>> gradient_graphs_;
   std::vector<float> host_grads_, host_params_;
-  // NCCL's: the stream the buckets' allreduces run on, an event per bucket (its layers are
-  // done) and one for the last allreduce's end.
+  // NCCL's: the buckets each layer's backward completes (allreduces_after_layer), the stream
+  // their allreduces run on, an event per bucket (its layers are done) and one for the last
+  // allreduce's end.
+  std::vector<std::vector<int64_t>> allreduces_after_layer_;
   CudaStream comm_stream_;
   std::vector<CudaEvent> bucket_done_;
   CudaEvent allreduces_done_;

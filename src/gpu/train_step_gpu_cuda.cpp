@@ -48,6 +48,11 @@ GpuTrainStep::GpuTrainStep(const GpuStepConfig& config, std::span<const float> p
       val_nonfinite_(1),
       host_grads_(config.reduce_gradients ? static_cast<std::size_t>(num_params_) : 0),
       host_params_(config.gather_params ? static_cast<std::size_t>(num_params_) : 0),
+      allreduces_after_layer_(config.nccl != nullptr && config.shard_counts.empty()
+                                  ? allreduces_after_layer(plan_gpu_step(config.buckets, config.shape.num_layers(), 1,
+                                                                         GradTransport::kNccl),
+                                                           config.shape.num_layers())
+                                  : std::vector<std::vector<int64_t>>{}),
       bucket_done_(config.buckets.size()),
       timer_(config.accumulate) {
   DDP_CHECK_GT(config.batch_size, 0);
@@ -176,10 +181,8 @@ void GpuTrainStep::enqueue_gradients(const std::vector<int64_t>& sizes, const St
                        static_cast<int64_t>(j), sum_squares_.data(), stream_.get());
     mark();
     if (config_.nccl != nullptr && !sharded_over_nccl() && j + 1 == sizes.size()) {  // before it: accumulate only
-      std::size_t next_bucket = 0;
       mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get(),
-                       [&](int64_t layer) { start_bucket_allreduces(layer, next_bucket); });
-      DDP_CHECK_EQ(next_bucket, config_.buckets.size());
+                       [&](int64_t layer) { start_bucket_allreduces(layer); });
       allreduces_done_.order(comm_stream_.get(), stream_.get());
     } else {
       mlp_backward_gpu(lt_, layers_, params_.data(), grads_.data(), x_.data(), b, act, stream_.get());
@@ -188,10 +191,10 @@ void GpuTrainStep::enqueue_gradients(const std::vector<int64_t>& sizes, const St
   }
 }
 
-void GpuTrainStep::start_bucket_allreduces(int64_t layer, std::size_t& next_bucket) {
-  for (; next_bucket < config_.buckets.size() && config_.buckets[next_bucket].first_layer == layer; ++next_bucket) {
-    const GradBucket& bucket = config_.buckets[next_bucket];
-    bucket_done_[next_bucket].order(stream_.get(), comm_stream_.get());
+void GpuTrainStep::start_bucket_allreduces(int64_t layer) {
+  for (const int64_t b : allreduces_after_layer_[static_cast<std::size_t>(layer)]) {
+    const GradBucket& bucket = config_.buckets[static_cast<std::size_t>(b)];
+    bucket_done_[static_cast<std::size_t>(b)].order(stream_.get(), comm_stream_.get());
     config_.nccl->allreduce_mean(grads_.data() + bucket.begin, bucket.end - bucket.begin, comm_stream_.get());
   }
 }

@@ -100,6 +100,20 @@ TEST(GpuStepSchedule, NcclReducesEachBucketAfterItsOwnLayersOnlySoItOverlapsTheR
   EXPECT_EQ(device_parts(ops).size(), 1u);  // one graph, one launch per optimizer step
 }
 
+// What the engine issues from the plan (GpuTrainStep's per-layer callback): each bucket's
+// allreduce right after its first layer's backward, none after the others, and one bucket
+// per layer when the cap is below every layer.
+TEST(GpuStepSchedule, TheEngineStartsEachBucketAfterItsFirstLayersBackward) {
+  const FiveLayers s;
+  const auto after = allreduces_after_layer(plan_gpu_step(s.buckets, s.layers, 2, GradTransport::kNccl), s.layers);
+  EXPECT_EQ(after, (std::vector<std::vector<int64_t>>{{2}, {}, {1}, {0}, {}}));
+  const auto per_layer = plan_buckets(s.model.layers(), 4, 4);
+  EXPECT_EQ(allreduces_after_layer(plan_gpu_step(per_layer, s.layers, 1, GradTransport::kNccl), s.layers),
+            (std::vector<std::vector<int64_t>>{{4}, {3}, {2}, {1}, {0}}));
+  EXPECT_EQ(allreduces_after_layer(plan_gpu_step({}, s.layers, 1, GradTransport::kNone), s.layers),
+            std::vector<std::vector<int64_t>>(5));
+}
+
 TEST(GpuStepSchedule, EveryRecordedEventIsWaitedForOnTheOtherStreamSoCaptureJoins) {
   const FiveLayers s;
   const auto ops = plan_gpu_step(s.buckets, s.layers, 2, GradTransport::kNccl);

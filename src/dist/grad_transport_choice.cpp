@@ -27,6 +27,11 @@ std::string through_host(int world_size, const std::string& why) {
       world_size, why);
 }
 
+GradTransportChoice over_nccl(int world_size) {
+  return {GradTransport::kNccl,
+          fmt::format("ddpscope: --devices {}: NCCL averages the gradients on the GPUs, one rank per GPU", world_size)};
+}
+
 }  // namespace
 
 GradTransportChoice choose_grad_transport(ProcessGroupBackend backend, const GpuPlacement& placement, int world_size,
@@ -43,15 +48,11 @@ GradTransportChoice choose_grad_transport(ProcessGroupBackend backend, const Gpu
             "--process-group-backend nccl: {}; use --process-group-backend mpi (or auto, which picks it) instead",
             blocked));
       }
-      return {
-          GradTransport::kNccl,
-          fmt::format("ddpscope: --devices {}: NCCL averages the gradients on the GPUs, one rank per GPU", world_size)};
+      return over_nccl(world_size);
     case ProcessGroupBackend::kAuto:
       if (world_size == 1) return {};
       if (!blocked.empty()) return {GradTransport::kHostMpi, through_host(world_size, blocked)};
-      return {
-          GradTransport::kNccl,
-          fmt::format("ddpscope: --devices {}: NCCL averages the gradients on the GPUs, one rank per GPU", world_size)};
+      return over_nccl(world_size);
   }
   return {};
 }

@@ -13,10 +13,10 @@
 // the step (dist/gpu_step_schedule.h's order): in the last micro-batch's backward, each
 // bucket's allreduce starts on a stream of its own once its layers' gradients are done, and
 // the optimizer waits for the last one; the graph holds all of it. ZeRO-1 over NCCL reduces
-// each rank's range to it after backward and gathers the parameters after the optimizer. Through host memory (ranks
-// sharing a GPU) a step runs in two parts around the ranks' average, made on the host: the
-// zeroing, micro-batches and backward (captured likewise), then the gradients copied out and
-// back, then the optimizer.
+// each rank's range to it after backward and gathers the parameters after the optimizer.
+// Through host memory (ranks sharing a GPU) a step runs in two parts around the ranks'
+// average, made on the host: the zeroing, micro-batches and backward (captured likewise),
+// then the gradients copied out and back, then the optimizer.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>

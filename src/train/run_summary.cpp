@@ -260,8 +260,8 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
     return std::equal(x.begin(), x.end(), y.begin(), y.end(), same_allreduce);
   };
   return a.version == b.version && a.options == b.options && a.accelerator == b.accelerator &&
-         a.strategy == b.strategy && a.world_size == b.world_size && a.hosts == b.hosts && a.epochs == b.epochs &&
-         a.first_epoch_end_seconds == b.first_epoch_end_seconds &&
+         a.strategy == b.strategy && a.gradient_transport == b.gradient_transport && a.world_size == b.world_size &&
+         a.hosts == b.hosts && a.epochs == b.epochs && a.first_epoch_end_seconds == b.first_epoch_end_seconds &&
          a.last_epoch_end_seconds == b.last_epoch_end_seconds && a.optimizer_steps == b.optimizer_steps &&
          a.optimizer_steps_run == b.optimizer_steps_run && a.train_samples == b.train_samples &&
          a.wall_seconds == b.wall_seconds && a.final_train_loss == b.final_train_loss &&
@@ -283,6 +283,7 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   j["config"] = config_json(s.options);
   j["accelerator"] = s.accelerator;
   j["strategy"] = s.strategy;
+  j["gradient_transport"] = s.gradient_transport;
   j["world_size"] = s.world_size;
   j["epochs"] = s.epochs;
   j["first_epoch_end_seconds"] = s.first_epoch_end_seconds;
@@ -351,6 +352,10 @@ void from_json(const Json& j, RunSummary& s) {
   s.accelerator = read<std::string>(j, "accelerator", where);
   s.strategy = read<std::string>(j, "strategy", where);
   s.world_size = static_cast<int>(read<int64_t>(j, "world_size", where));
+  // Written since the NCCL transport; a summary from before it averaged over MPI, if at all.
+  s.gradient_transport = j.contains("gradient_transport") ? read<std::string>(j, "gradient_transport", where)
+                         : s.world_size > 1               ? "mpi"
+                                                          : "none";
   s.epochs = read<int64_t>(j, "epochs", where);
   s.first_epoch_end_seconds = read<double>(j, "first_epoch_end_seconds", where);
   s.last_epoch_end_seconds = read<double>(j, "last_epoch_end_seconds", where);

@@ -47,6 +47,9 @@ struct RunSummary {
   OptionTexts options;
   std::string accelerator = "cpu";
   std::string strategy = "single";
+  // How the ranks averaged gradients: "none" (one rank), "mpi" (CPU ranks, or GPU ranks
+  // through host memory) or "nccl" (dist/grad_transport_choice.h).
+  std::string gradient_transport = "none";
   int world_size = 1;
   std::vector<std::string> hosts;  // every rank's host name, indexed by rank
   int64_t epochs = 0;              // completed

@@ -50,7 +50,7 @@ void Trainer::Run::start_gpu(LightningModule& module) {
   if (!on_gpu) return;
   GpuPlacement placement;
   if (comm_.size() > 1) placement = place_on_gpus(comm_, static_cast<int>(visible_gpus().devices.size()));
-  const GradTransport transport = choose_gpu_transport(placement);
+  const GradTransport transport = gpu_transport_ = choose_gpu_transport(placement);
   GpuTrainingSpec spec{.shape = module.network().shape(),
                        .optimizer = optimizer_config_,
                        .precision = options_.precision,
@@ -74,7 +74,6 @@ void Trainer::Run::start_gpu(LightningModule& module) {
                                 buckets.overlap ? buckets.first_bucket_cap_bytes : no_cap);
     spec.nccl_timeout_s = comm_timeout_from_env();
     if (shard_->sharded()) spec.shard_counts = shard_->counts();
-    gpu_over_nccl_ = true;
   } else if (transport == GradTransport::kHostMpi) {
     // The ranks' collectives, as the CPU loop calls them; their waits are comm_wait.
     const auto waiting = [this](auto collective) {
@@ -177,7 +176,7 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
 // The micro-batches' losses since the last read, each checked as the CPU's loop checks its
 // own (same message) and logged as the CPU's training_step logs it: the latest is train_loss.
 void Trainer::Run::read_gpu_losses() {
-  if (gpu_over_nccl_ && comm_.size() > 1) {
+  if (gpu_transport_ == GradTransport::kNccl && comm_.size() > 1) {
     // The ranks meet on the host before it waits for the device: a rank that stopped would
     // hang the others' allreduces, and here the watchdog names it (dist/comm_watchdog.h).
     clock_.enter(Phase::kCommWait);

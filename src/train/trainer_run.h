@@ -120,9 +120,9 @@ class Trainer::Run {
     int64_t steps_before = 0;   // optimizer steps taken before first_batch
     int64_t checked = 0;        // micro-batches from first_batch whose loss the host has read
   } gpu_epoch_;
-  DevicePhaseSamples device_phases_;  // the GPU's steps, and the CUDA events of timed ones
-  bool time_next_gpu_step_ = true;    // the step after each read of the device is timed
-  bool gpu_over_nccl_ = false;        // the GPU ranks average on the device (dist/grad_transport_choice.h)
+  DevicePhaseSamples device_phases_;                    // the GPU's steps, and the CUDA events of timed ones
+  bool time_next_gpu_step_ = true;                      // the step after each read of the device is timed
+  GradTransport gpu_transport_ = GradTransport::kNone;  // the GPU ranks' (dist/grad_transport_choice.h)
 };
 
 }  // namespace ddp

@@ -534,6 +534,7 @@ TEST(CliDdp, SelfRelaunchAndExplicitMpirunGiveTheSameResult) {
   const auto summary = nlohmann::json::parse(read_text(mpi_dir / "ddpscope_logs/version_0/summary.json"));
   EXPECT_EQ(summary["world_size"], 2);
   EXPECT_EQ(summary["strategy"], "ddp");
+  EXPECT_EQ(summary["gradient_transport"], "mpi");
   EXPECT_EQ(summary["phases_per_rank"].size(), 2u);
   EXPECT_EQ(summary["train_samples"], 3 * 120);
   EXPECT_GT(summary["allreduce"]["calls"].get<int>(), 0);

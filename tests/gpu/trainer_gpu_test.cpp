@@ -213,6 +213,7 @@ TEST(TrainerGpu, TwoGpuRanksTrainAsTwoCpuRanksAndAsOneRankWithTheirBatchWithDdpA
   const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, "gpu") / "summary.json"));
   EXPECT_EQ(summary["accelerator"], "cuda");
   EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_EQ(summary["gradient_transport"], gpu_per_rank ? "nccl" : "mpi");
   // ZeRO-1 on the same ranks: each updates its half of the parameters, the same mathematics.
   const auto zero1 = train(dir, "zero1", "--accelerator cuda --strategy ddp_zero1 " + two_ranks);
   ASSERT_EQ(zero1.exit_code, 0) << zero1.err;
@@ -243,6 +244,8 @@ TEST(TrainerGpu, ANcclWorldOfOneTrainsAsOneGpuDoesInGraphsAndEagerly) {
     ASSERT_EQ(r.exit_code, 0) << version << ": " << r.err;
     EXPECT_NE(r.err.find("NCCL averages the gradients on the GPUs"), std::string::npos) << r.err;
     expect_same_run(run_folder(dir, version), run_folder(dir, "plain"), 1e-6);
+    const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, version) / "summary.json"));
+    EXPECT_EQ(summary["gradient_transport"], "nccl");
   }
 }
 

@@ -266,6 +266,24 @@ TEST(RunSummary, TheThreadCensusRoundTripsAndAnOlderSummaryHasNone) {
   }
 }
 
+// How the ranks averaged: written, compared, and read as MPI (or none) from a summary older
+// than the field.
+TEST(RunSummary, TheGradientTransportRoundTripsAndAnOlderSummaryReadsAsMpi) {
+  RunSummary s = two_rank_summary();
+  s.gradient_transport = "nccl";
+  const nlohmann::ordered_json j = to_json(s);
+  EXPECT_EQ(j["gradient_transport"], "nccl");
+  EXPECT_TRUE(read_back(j) == s);
+  RunSummary other = s;
+  other.gradient_transport = "mpi";
+  EXPECT_FALSE(read_back(j) == other);
+  nlohmann::ordered_json older = j;
+  older.erase("gradient_transport");
+  EXPECT_EQ(read_back(older).gradient_transport, "mpi");
+  older["world_size"] = 1;
+  EXPECT_EQ(read_back(older).gradient_transport, "none");
+}
+
 TEST(RunSummary, EveryRankCountsItsThreadsNearTheEndOfTraining) {
   const auto dir = testing::fresh_dir("run_summary_threads");
   const auto r = testing::run_command(std::string(DDPSCOPE_BINARY) +

@@ -39,18 +39,25 @@ void refuse_gpu_options_on_cpu(const TrainerOptions& options, const std::string&
 }
 
 // Why the GPU engine cannot train this run, as the end of a refusal ("" when it can): it
-// trains the built-in regression task on the data it makes itself (issues 12 and 13).
-std::string gpu_engine_lacks(bool regression_on_gpu_data) {
-  if (regression_on_gpu_data) return "";
-  return "the GPU engine trains the built-in regression task on --data random, teacher or csv:PATH (it makes their "
-         "samples on the GPU); train custom modules and datasets with --accelerator cpu";
+// trains the built-in regression task on the data it makes itself (issues 12 and 13), and
+// its ranks average once per optimizer step (no ablation of no_sync).
+std::string gpu_engine_lacks(const TrainerOptions& options, bool regression_on_gpu_data) {
+  if (!regression_on_gpu_data) {
+    return "the GPU engine trains the built-in regression task on --data random, teacher or csv:PATH (it makes "
+           "their samples on the GPU); train custom modules and datasets with --accelerator cpu";
+  }
+  if (options.sync_every_micro_batch) {
+    return "--sync-every-micro-batch ablates the CPU reducer's no_sync, and the GPU engine's ranks average once per "
+           "optimizer step; run that ablation with --accelerator cpu";
+  }
+  return "";
 }
 
 // Why auto trains on CPU though gpus are visible ("" when it takes them): what the engine
 // lacks, or fewer GPUs than this host's ranks (Lightning's devices=N needs N GPUs; cuda
 // shares them, and says so).
 std::string auto_lacks(const TrainerOptions& options, bool regression_on_gpu_data, std::size_t gpus) {
-  const std::string lacks = gpu_engine_lacks(regression_on_gpu_data);
+  const std::string lacks = gpu_engine_lacks(options, regression_on_gpu_data);
   const int devices = std::max(options.devices, 1);
   if (!lacks.empty() || gpus >= static_cast<std::size_t>(devices)) return lacks;
   return fmt::format("--devices {} wants a GPU per rank and {} visible; --accelerator cuda shares them", devices,
@@ -104,7 +111,7 @@ bool trains_on_gpu(const TrainerOptions& options, bool regression_on_gpu_data) {
     const VisibleGpus gpus = visible_gpus();
     return !gpus.devices.empty() && auto_lacks(options, regression_on_gpu_data, gpus.devices.size()).empty();
   }
-  const std::string lacks = gpu_engine_lacks(regression_on_gpu_data);
+  const std::string lacks = gpu_engine_lacks(options, regression_on_gpu_data);
   if (!lacks.empty()) throw UsageError("--accelerator cuda: " + lacks);
   const VisibleGpus gpus = visible_gpus();
   if (gpus.devices.empty()) {

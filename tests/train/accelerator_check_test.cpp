@@ -28,6 +28,23 @@ TEST(AcceleratorCheck, CudaRefusesAProgramsOwnModuleOrDataSayingWhatItTrains) {
   EXPECT_FALSE(trains_on_gpu(options, true));
 }
 
+// The GPU engine's ranks average once per optimizer step: the no_sync ablation is the CPU's.
+TEST(AcceleratorCheck, CudaRefusesSyncEveryMicroBatchAndAutoKeepsItOnCpu) {
+  TrainerOptions options;
+  options.accelerator = Accelerator::kCuda;
+  options.sync_every_micro_batch = true;
+  try {
+    trains_on_gpu(options, /*regression_on_gpu_data=*/true);
+    FAIL() << "--sync-every-micro-batch was accepted for cuda";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--accelerator cuda: --sync-every-micro-batch ablates the CPU reducer's no_sync, and the GPU "
+                 "engine's ranks average once per optimizer step; run that ablation with --accelerator cpu");
+  }
+  options.accelerator = Accelerator::kAuto;
+  EXPECT_FALSE(trains_on_gpu(options, true));
+}
+
 TEST(AcceleratorCheck, TheGpuMakesTheCommandLinesDatasets) {
   for (const char* data : {"random", "teacher", "csv:data/train.csv"}) EXPECT_TRUE(gpu_makes_data(data)) << data;
   for (const char* data : {"", "csv", "Random", "mnist"}) EXPECT_FALSE(gpu_makes_data(data)) << data;

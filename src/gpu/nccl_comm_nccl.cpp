@@ -21,6 +21,19 @@ void check_nccl(ncclResult_t result, const char* call) {
                                      nccl().ncclGetLastError(nullptr)));
 }
 
+// call(begin, count, owner) for each rank's range, in rank order, as one grouped NCCL launch.
+template <typename Call>
+void per_range(std::span<const int> counts, const Call& call) {
+  check_nccl(nccl().ncclGroupStart(), "ncclGroupStart");
+  std::size_t begin = 0;
+  for (std::size_t owner = 0; owner < counts.size(); ++owner) {
+    const auto count = static_cast<std::size_t>(counts[owner]);
+    call(begin, count, static_cast<int>(owner));
+    begin += count;
+  }
+  check_nccl(nccl().ncclGroupEnd(), "ncclGroupEnd");
+}
+
 }  // namespace
 
 std::string nccl_unavailable() {
@@ -57,29 +70,17 @@ void NcclComm::allreduce_mean(float* data, std::size_t count, CUstream_st* strea
 }
 
 void NcclComm::reduce_scatter_mean(float* data, std::span<const int> counts, CUstream_st* stream) {
-  check_nccl(nccl().ncclGroupStart(), "ncclGroupStart");
-  std::size_t begin = 0;
-  for (std::size_t owner = 0; owner < counts.size(); ++owner) {
-    const auto count = static_cast<std::size_t>(counts[owner]);
-    check_nccl(nccl().ncclReduce(data + begin, data + begin, count, ncclFloat32, ncclAvg, static_cast<int>(owner),
-                                 comm_, stream),
+  per_range(counts, [&](std::size_t begin, std::size_t count, int owner) {
+    check_nccl(nccl().ncclReduce(data + begin, data + begin, count, ncclFloat32, ncclAvg, owner, comm_, stream),
                "ncclReduce");
-    begin += count;
-  }
-  check_nccl(nccl().ncclGroupEnd(), "ncclGroupEnd");
+  });
 }
 
 void NcclComm::allgather_ranges(float* data, std::span<const int> counts, CUstream_st* stream) {
-  check_nccl(nccl().ncclGroupStart(), "ncclGroupStart");
-  std::size_t begin = 0;
-  for (std::size_t owner = 0; owner < counts.size(); ++owner) {
-    const auto count = static_cast<std::size_t>(counts[owner]);
-    check_nccl(
-        nccl().ncclBroadcast(data + begin, data + begin, count, ncclFloat32, static_cast<int>(owner), comm_, stream),
-        "ncclBroadcast");
-    begin += count;
-  }
-  check_nccl(nccl().ncclGroupEnd(), "ncclGroupEnd");
+  per_range(counts, [&](std::size_t begin, std::size_t count, int owner) {
+    check_nccl(nccl().ncclBroadcast(data + begin, data + begin, count, ncclFloat32, owner, comm_, stream),
+               "ncclBroadcast");
+  });
 }
 
 void NcclComm::synchronize(CUstream_st* stream, double timeout_s) {

@@ -9,6 +9,7 @@
 // A heuristic's algorithm is chosen once per shape (and pointer alignment: the flat buffer's
 // layers need not start on 16 bytes) and kept; the workspace is allocated once, so a call
 // after the first of its shape allocates nothing and can be captured into a CUDA graph.
+// The shapes cuBLASLt is not given, or that it refuses, go to gpu/small_gemm.h's kernel.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -46,6 +47,7 @@ class LtGemm {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    bool small = false;  // the heuristic refused it: small_gemm computes it
   };
   // ta, tb, m, n, k, lda, ldb, ldc, epilogue, the pointers' common alignment in bytes
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int>;

@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 
 #include "ddpscope/error.h"
 #include "gpu/cublaslt_library.h"
 #include "gpu/cuda_check.h"
+#include "gpu/small_gemm_gpu.h"
 
 namespace ddp {
 namespace {
@@ -130,12 +132,19 @@ void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
                                                        1, &result, &found);
   }
   cublaslt().cublasLtMatmulPreferenceDestroy(preference);
-  check_lt(status, "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0) {
-    throw Error(
-        ExitCode::kOther,
-        fmt::format("cuBLASLt has no algorithm for a {}x{}x{} GEMM with these epilogue and alignment", m, n, k));
+  const bool refused = status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE ||
+                       (status == CUBLAS_STATUS_SUCCESS && found == 0);
+  if (refused) {
+    // Slower, never wrong: said once per shape, so that a user who sees the step slow knows why.
+    std::fprintf(stderr,
+                 "ddpscope: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM with this epilogue and %d-byte "
+                 "alignment (%s); ddpscope's own kernel computes it\n",
+                 static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), aligned,
+                 status == CUBLAS_STATUS_SUCCESS ? "none found" : cublaslt().cublasLtGetStatusName(status));
+    plan.small = true;
+    return;
   }
+  check_lt(status, "cublasLtMatmulAlgoGetHeuristic");
   plan.algo = result.algo;
 }
 
@@ -143,9 +152,31 @@ void LtGemm::gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const flo
                   int64_t ldb, float beta, float* c, int64_t ldc, LtEpilogue epilogue, const float* bias,
                   cudaStream_t stream) {
   DDP_CHECK((epilogue == LtEpilogue::kNone) == (bias == nullptr), "a bias exactly with a bias epilogue");
+  const SmallGemm small{.trans_a = ta == Trans::kYes,
+                        .trans_b = tb == Trans::kYes,
+                        .m = m,
+                        .n = n,
+                        .k = k,
+                        .a = a,
+                        .lda = lda,
+                        .b = b,
+                        .ldb = ldb,
+                        .beta = beta,
+                        .c = c,
+                        .ldc = ldc,
+                        .bias = bias,
+                        .relu = epilogue == LtEpilogue::kReluBias};
+  if (small_gemm_takes(m, n, k, bias)) {
+    launch_small_gemm(small, stream);
+    return;
+  }
   const Key key{ta == Trans::kYes,          tb == Trans::kYes,         m, n, k, lda, ldb, ldc,
                 static_cast<int>(epilogue), alignment({a, b, c, bias})};
   Plan& plan = plan_for(key, bias);
+  if (plan.small) {
+    launch_small_gemm(small, stream);
+    return;
+  }
   if (bias != nullptr) set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   const float alpha = 1.0f;
   check_lt(cublaslt().cublasLtMatmul(handle_, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,

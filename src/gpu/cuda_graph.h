@@ -43,6 +43,8 @@ class GraphsByShape {
     entry->second->launch(stream);
     return true;
   }
+  // Destroys every graph (one still running is freed when it ends); shapes run eagerly again.
+  void clear() { graphs_.clear(); }
   int64_t captured() const {
     int64_t count = 0;
     for (const auto& [shape, graph] : graphs_) count += graph != nullptr;

@@ -9,6 +9,7 @@
 // build without NCCL's header says so from nccl_unavailable().
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -36,6 +37,8 @@ class NcclComm {
   NcclComm(const NcclId& id, int world, int rank);
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
+  // Destroys the communicator, or aborts it while an exception unwinds: the other ranks may
+  // have stopped, and a destroy would wait for them. Its owner's CUDA graphs must be gone.
   ~NcclComm();
 
   // In place: the mean over the ranks of count floats, ordered on stream.
@@ -49,13 +52,15 @@ class NcclComm {
   void allgather_ranges(float* data, std::span<const int> counts, CUstream_st* stream);
 
   // Waits for stream's work. On NCCL's asynchronous error, or when the work has not finished
-  // after timeout_s, aborts the communicator and throws DistributedError saying which.
-  void synchronize(CUstream_st* stream, double timeout_s);
+  // after timeout_s, calls release_graphs, aborts the communicator and throws
+  // DistributedError saying which. release_graphs must destroy every CUDA graph that holds
+  // this communicator's work: from NCCL 2.26 an abort waits until no graph holds it.
+  void synchronize(CUstream_st* stream, double timeout_s, const std::function<void()>& release_graphs = {});
 
   std::string version() const;  // "2.28.7"
 
  private:
-  [[noreturn]] void abort_with(const std::string& why);
+  [[noreturn]] void abort_with(const std::string& why, const std::function<void()>& release_graphs);
 
   ncclComm* comm_ = nullptr;
   bool aborted_ = false;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "ddpscope/error.h"
@@ -62,7 +63,12 @@ NcclComm::NcclComm(const NcclId& id, int world, int rank) {
 }
 
 NcclComm::~NcclComm() {
-  if (comm_ != nullptr && !aborted_) nccl().ncclCommDestroy(comm_);
+  if (comm_ == nullptr || aborted_) return;
+  if (std::uncaught_exceptions() > 0) {
+    nccl().ncclCommAbort(comm_);
+  } else {
+    nccl().ncclCommDestroy(comm_);
+  }
 }
 
 void NcclComm::allreduce_mean(float* data, std::size_t count, CUstream_st* stream) {
@@ -83,7 +89,7 @@ void NcclComm::allgather_ranges(float* data, std::span<const int> counts, CUstre
   });
 }
 
-void NcclComm::synchronize(CUstream_st* stream, double timeout_s) {
+void NcclComm::synchronize(CUstream_st* stream, double timeout_s, const std::function<void()>& release_graphs) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   // Spin briefly (a read at a logging step waits microseconds), then poll without a core.
@@ -97,14 +103,16 @@ void NcclComm::synchronize(CUstream_st* stream, double timeout_s) {
     check_nccl(nccl().ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
     if (async != ncclSuccess && async != ncclInProgress) {
       abort_with(fmt::format("NCCL reported {} ({}) while the GPU averaged gradients", nccl().ncclGetErrorString(async),
-                             nccl().ncclGetLastError(comm_)));
+                             nccl().ncclGetLastError(comm_)),
+                 release_graphs);
     }
     const auto waited = Clock::now() - start;
     if (std::chrono::duration<double>(waited).count() > timeout_s) {
-      abort_with(fmt::format(
-          "the GPU's work, with its NCCL allreduces, has not finished after {:g} s (DDPSCOPE_COMM_TIMEOUT_S): a rank "
-          "has stopped taking part in the collectives",
-          timeout_s));
+      abort_with(fmt::format("the GPU's work, with its NCCL allreduces, has not finished after {:g} s "
+                             "(DDPSCOPE_COMM_TIMEOUT_S): a rank "
+                             "has stopped taking part in the collectives",
+                             timeout_s),
+                 release_graphs);
     }
     if (waited < kSpin) {
       std::this_thread::yield();
@@ -114,8 +122,10 @@ void NcclComm::synchronize(CUstream_st* stream, double timeout_s) {
   }
 }
 
-void NcclComm::abort_with(const std::string& why) {
+void NcclComm::abort_with(const std::string& why, const std::function<void()>& release_graphs) {
   aborted_ = true;
+  // A graph still in flight is freed when it ends, which the abort makes its kernels do.
+  if (release_graphs) release_graphs();
   nccl().ncclCommAbort(comm_);  // its kernels return, so the process can end
   throw DistributedError(why);
 }

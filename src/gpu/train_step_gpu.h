@@ -107,7 +107,7 @@ class GpuTrainStep {
 
   // Waits for the device; the sum of (pred - target)^2 of each micro-batch the epoch has
   // taken since start_epoch, in order. A non-finite difference makes its sum non-finite.
-  std::vector<double> epoch_sum_squares() const;
+  std::vector<double> epoch_sum_squares();
 
   // The validation pass (synchronises): forward and loss over this rank's first `samples`
   // validation samples in order, batch_size at a time, with epoch's data, as the host's validation reads the
@@ -116,8 +116,8 @@ class GpuTrainStep {
 
   // Copies from the device (synchronise): the parameters, and the optimizer's state buffers
   // (Adam: exp_avg, exp_avg_sq; SGD with momentum: momentum_buffer; plain SGD: none).
-  std::vector<float> params() const;
-  std::vector<std::vector<float>> optimizer_state() const;
+  std::vector<float> params();
+  std::vector<std::vector<float>> optimizer_state();
 
   int64_t validation_samples() const { return validation_samples_; }  // this rank's
   int64_t graphs_captured() const { return step_graphs_.captured() + gradient_graphs_.captured(); }
@@ -133,8 +133,9 @@ class GpuTrainStep {
   // In the last micro-batch's backward: after layer's gradients, the allreduces the plan puts
   // there (dist/gpu_step_schedule.h), each on comm_stream_ once that layer is done.
   void start_bucket_allreduces(int64_t layer);
-  // Waits for the device (through NCCL's poll when it averages).
-  void wait() const;
+  // Waits for the device (through NCCL's poll when it averages; on its failure, the graphs
+  // holding NCCL's work are destroyed before the communicator is aborted).
+  void wait();
   bool sharded_over_nccl() const { return config_.nccl != nullptr && !config_.shard_counts.empty(); }
 
   GpuStepConfig config_;

@@ -199,9 +199,12 @@ void GpuTrainStep::start_bucket_allreduces(int64_t layer) {
   }
 }
 
-void GpuTrainStep::wait() const {
+void GpuTrainStep::wait() {
   if (config_.nccl != nullptr) {
-    config_.nccl->synchronize(stream_.get(), config_.nccl_timeout_s);
+    config_.nccl->synchronize(stream_.get(), config_.nccl_timeout_s, [this] {
+      step_graphs_.clear();
+      timed_graphs_.clear();
+    });
   } else {
     check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
   }
@@ -253,7 +256,7 @@ void GpuTrainStep::enqueue_optimizer() {
   }
 }
 
-std::vector<double> GpuTrainStep::epoch_sum_squares() const {
+std::vector<double> GpuTrainStep::epoch_sum_squares() {
   wait();
   std::vector<double> sums = sum_squares_.to_host();
   sums.resize(static_cast<std::size_t>(micro_batches_taken_));
@@ -290,12 +293,12 @@ void GpuTrainStep::enqueue_validation(int64_t samples) {
   }
 }
 
-std::vector<float> GpuTrainStep::params() const {
+std::vector<float> GpuTrainStep::params() {
   wait();
   return params_.to_host();
 }
 
-std::vector<std::vector<float>> GpuTrainStep::optimizer_state() const {
+std::vector<std::vector<float>> GpuTrainStep::optimizer_state() {
   wait();
   std::vector<std::vector<float>> state;
   if (state0_.count() > 0) state.push_back(state0_.to_host());

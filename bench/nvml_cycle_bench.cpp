@@ -1,7 +1,8 @@
 // What the seed's per-step probe costs through ddpscope's own NVML code (issue 12): one
-// cycle is NvmlSession::open (dlopen, dlsym, nvmlInit, count), a read of every GPU, and
-// close (nvmlShutdown, dlclose), as `--monitor-mode per-step` does every training step.
-// For comparison, a read alone on a session kept open (what the background monitor pays).
+// cycle is NvmlSession::open (nvmlInit, count; the library is loaded once per process, as
+// pynvml loads it), a read of every GPU, and close (nvmlShutdown), as `--monitor-mode
+// per-step` does every training step. For comparison, a read alone on a session kept open
+// (what the background monitor pays).
 //
 //   build/release/bench/nvml_cycle_bench [calls]     # default 200
 //

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ddpscope/layer_layout.h"
@@ -73,7 +74,11 @@ class GpuTraining {
   // The device's parameters and optimizer state into the host's (waits).
   void copy_to_host(std::span<float> params, Optimizer& optimizer) const;
 
+  // The GPU's PCI bus id, "0000:3b:00.0": how NVML finds it (its numbering is not CUDA's).
+  std::string pci_bus_id() const;
+
  private:
+  int device_ = 0;
   std::unique_ptr<NcclComm> nccl_;  // before step_, which uses it
   std::unique_ptr<GpuTrainStep> step_;
 };

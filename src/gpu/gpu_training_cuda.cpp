@@ -47,7 +47,8 @@ GpuStepConfig step_config(const GpuTrainingSpec& spec) {
 
 }  // namespace
 
-GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer) {
+GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer)
+    : device_(spec.device) {
   GpuStepConfig config = step_config(spec);
   if (spec.nccl_id) {
     nccl_ = std::make_unique<NcclComm>(*spec.nccl_id, spec.world, spec.rank);
@@ -80,6 +81,12 @@ double GpuTraining::validation_sum_squares(int64_t epoch) {
 }
 
 int64_t GpuTraining::validation_samples() const { return step_->validation_samples(); }
+
+std::string GpuTraining::pci_bus_id() const {
+  char id[32] = {};  // "0000:3b:00.0": 13 bytes with the terminator
+  check_cuda(cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof(id)), device_), "cudaDeviceGetPCIBusId");
+  return id;
+}
 
 void GpuTraining::copy_to_host(std::span<float> params, Optimizer& optimizer) const {
   const std::vector<float> device_params = step_->params();

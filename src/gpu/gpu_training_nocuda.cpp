@@ -19,5 +19,6 @@ std::vector<double> GpuTraining::epoch_sum_squares() const { return {}; }
 double GpuTraining::validation_sum_squares(int64_t) { return 0; }
 int64_t GpuTraining::validation_samples() const { return 0; }
 void GpuTraining::copy_to_host(std::span<float>, Optimizer&) const {}
+std::string GpuTraining::pci_bus_id() const { return ""; }
 
 }  // namespace ddp

@@ -85,9 +85,10 @@ class DeviceMonitor {
 };
 
 // The seed's per-step probe. probe_once() runs the whole cycle synchronously every call:
-// open, read and close /proc/stat and /proc/self/stat; with options.gpu also dlopen NVML,
-// init, read every device, shut down and dlclose (when the library is absent the failed
-// dlopen is paid every time too). The cost is the point: the Trainer charges it to the
+// open, read and close /proc/stat and /proc/self/stat; with options.gpu also NVML's init,
+// a read of every device and its shutdown, as pynvml does them (the library loaded once per
+// process; when it is absent the failed dlopen is paid every time, as pynvml pays it). The
+// cost is the point: the Trainer charges it to the
 // `monitor` phase. Each result is also kept, in a ring reserved at construction.
 class PerStepProbe {
  public:

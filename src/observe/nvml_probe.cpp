@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <utility>
 
 namespace ddp {
@@ -22,13 +24,56 @@ bool resolve(void* library, const char* name, Function& function, std::string* w
   return true;
 }
 
+// A library's functions, or why it cannot give them.
+struct LoadedApi {
+  NvmlApi api;
+  std::string why_not;
+};
+
+LoadedApi load(const std::string& library) {
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    return {{},
+            fmt::format("cannot load {} ({}); is the NVIDIA driver installed?", library,
+                        error ? error : "unknown dlopen error")};
+  }
+  LoadedApi loaded;
+  NvmlApi& api = loaded.api;
+  const bool resolved = resolve(handle, "nvmlInit_v2", api.init, &loaded.why_not) &&
+                        resolve(handle, "nvmlShutdown", api.shutdown, &loaded.why_not) &&
+                        resolve(handle, "nvmlDeviceGetCount_v2", api.device_count, &loaded.why_not) &&
+                        resolve(handle, "nvmlDeviceGetHandleByIndex_v2", api.device_handle, &loaded.why_not) &&
+                        resolve(handle, "nvmlDeviceGetHandleByPciBusId_v2", api.device_by_bus_id, &loaded.why_not) &&
+                        resolve(handle, "nvmlDeviceGetIndex", api.device_index, &loaded.why_not) &&
+                        resolve(handle, "nvmlDeviceGetUtilizationRates", api.utilization, &loaded.why_not) &&
+                        resolve(handle, "nvmlDeviceGetMemoryInfo", api.memory, &loaded.why_not) &&
+                        resolve(handle, "nvmlErrorString", api.error_string, &loaded.why_not);
+  if (!resolved) {
+    dlclose(handle);
+    return {{}, loaded.why_not};
+  }
+  return loaded;  // the handle is kept for the process
+}
+
+// A library that loads is loaded once per process and kept; one that does not is tried again
+// by the next session, as pynvml tries again while it has no library.
+LoadedApi loaded_api(const std::string& library) {
+  static std::mutex mutex;
+  static std::map<std::string, NvmlApi> loaded;
+  std::lock_guard lock(mutex);
+  if (const auto found = loaded.find(library); found != loaded.end()) return {found->second, ""};
+  LoadedApi fresh = load(library);
+  if (fresh.why_not.empty()) loaded.emplace(library, fresh.api);
+  return fresh;
+}
+
 }  // namespace
 
 NvmlSession::~NvmlSession() { close(); }
 
 NvmlSession::NvmlSession(NvmlSession&& other) noexcept
     : api_(other.api_),
-      library_(std::exchange(other.library_, nullptr)),
       open_(std::exchange(other.open_, false)),
       device_count_(std::exchange(other.device_count_, 0)) {}
 
@@ -36,7 +81,6 @@ NvmlSession& NvmlSession::operator=(NvmlSession&& other) noexcept {
   if (this != &other) {
     close();
     api_ = other.api_;
-    library_ = std::exchange(other.library_, nullptr);
     open_ = std::exchange(other.open_, false);
     device_count_ = std::exchange(other.device_count_, 0);
   }
@@ -44,34 +88,12 @@ NvmlSession& NvmlSession::operator=(NvmlSession&& other) noexcept {
 }
 
 NvmlSession NvmlSession::open(const std::string& library, std::string* why_not) {
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* error = dlerror();
-    if (why_not) {
-      *why_not = fmt::format("cannot load {} ({}); is the NVIDIA driver installed?", library,
-                             error ? error : "unknown dlopen error");
-    }
+  const LoadedApi loaded = loaded_api(library);
+  if (!loaded.why_not.empty()) {
+    if (why_not) *why_not = loaded.why_not;
     return {};
   }
-  NvmlApi api;
-  const bool resolved = resolve(handle, "nvmlInit_v2", api.init, why_not) &&
-                        resolve(handle, "nvmlShutdown", api.shutdown, why_not) &&
-                        resolve(handle, "nvmlDeviceGetCount_v2", api.device_count, why_not) &&
-                        resolve(handle, "nvmlDeviceGetHandleByIndex_v2", api.device_handle, why_not) &&
-                        resolve(handle, "nvmlDeviceGetUtilizationRates", api.utilization, why_not) &&
-                        resolve(handle, "nvmlDeviceGetMemoryInfo", api.memory, why_not) &&
-                        resolve(handle, "nvmlErrorString", api.error_string, why_not);
-  if (!resolved) {
-    dlclose(handle);
-    return {};
-  }
-  NvmlSession session = open(api, why_not);
-  if (!session.open_) {
-    dlclose(handle);
-    return {};
-  }
-  session.library_ = handle;
-  return session;
+  return open(loaded.api, why_not);
 }
 
 NvmlSession NvmlSession::open(const NvmlApi& api, std::string* why_not) {
@@ -120,12 +142,21 @@ std::optional<GpuReading> NvmlSession::read(unsigned int index, std::string* why
                     .memory_used_mb = static_cast<double>(memory.used) / (1024.0 * 1024.0)};
 }
 
+std::optional<unsigned int> NvmlSession::index_of(const std::string& pci_bus_id) const {
+  NvmlApi::Device device = nullptr;
+  unsigned int index = 0;
+  if (!open_ || api_.device_by_bus_id == nullptr || api_.device_index == nullptr ||
+      api_.device_by_bus_id(pci_bus_id.c_str(), &device) != NvmlApi::kSuccess ||
+      api_.device_index(device, &index) != NvmlApi::kSuccess) {
+    return std::nullopt;
+  }
+  return index;
+}
+
 void NvmlSession::close() {
   if (open_) api_.shutdown();
   open_ = false;
   device_count_ = 0;
-  if (library_ != nullptr) dlclose(library_);
-  library_ = nullptr;
 }
 
 std::string NvmlSession::error_text(NvmlApi::Return code) const {

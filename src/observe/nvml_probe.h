@@ -27,13 +27,15 @@ struct NvmlApi {
   };
   static constexpr Return kSuccess = 0;
 
-  Return (*init)() = nullptr;                                // nvmlInit_v2
-  Return (*shutdown)() = nullptr;                            // nvmlShutdown
-  Return (*device_count)(unsigned int*) = nullptr;           // nvmlDeviceGetCount_v2
-  Return (*device_handle)(unsigned int, Device*) = nullptr;  // nvmlDeviceGetHandleByIndex_v2
-  Return (*utilization)(Device, Utilization*) = nullptr;     // nvmlDeviceGetUtilizationRates
-  Return (*memory)(Device, Memory*) = nullptr;               // nvmlDeviceGetMemoryInfo
-  const char* (*error_string)(Return) = nullptr;             // nvmlErrorString
+  Return (*init)() = nullptr;                                  // nvmlInit_v2
+  Return (*shutdown)() = nullptr;                              // nvmlShutdown
+  Return (*device_count)(unsigned int*) = nullptr;             // nvmlDeviceGetCount_v2
+  Return (*device_handle)(unsigned int, Device*) = nullptr;    // nvmlDeviceGetHandleByIndex_v2
+  Return (*device_by_bus_id)(const char*, Device*) = nullptr;  // nvmlDeviceGetHandleByPciBusId_v2
+  Return (*device_index)(Device, unsigned int*) = nullptr;     // nvmlDeviceGetIndex
+  Return (*utilization)(Device, Utilization*) = nullptr;       // nvmlDeviceGetUtilizationRates
+  Return (*memory)(Device, Memory*) = nullptr;                 // nvmlDeviceGetMemoryInfo
+  const char* (*error_string)(Return) = nullptr;               // nvmlErrorString
 };
 
 inline constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
@@ -43,8 +45,10 @@ struct GpuReading {
   double memory_used_mb = -1;  // MiB
 };
 
-// One NVML session: the library loaded (unless the API was given), nvmlInit_v2 done and the
-// devices counted. Closing (or destroying) it calls nvmlShutdown and unloads the library.
+// One NVML session: nvmlInit_v2 done and the devices counted. Closing (or destroying) it
+// calls nvmlShutdown. The library is loaded by the process's first session and kept, as
+// pynvml keeps it (its nvmlShutdown unloads nothing): a session costs NVML's own start and
+// shutdown, which is what the seed's per-step probe pays.
 class NvmlSession {
  public:
   NvmlSession() = default;
@@ -54,8 +58,9 @@ class NvmlSession {
   NvmlSession(const NvmlSession&) = delete;
   NvmlSession& operator=(const NvmlSession&) = delete;
 
-  // dlopen(library) + dlsym + init. On failure the session is closed and `why_not` says
-  // why (the library is absent, a symbol is missing, init failed with NVML's message).
+  // The library (dlopen and dlsym, the first time) + init. On failure the session is closed
+  // and `why_not` says why (the library is absent, a symbol is missing, init failed with
+  // NVML's message).
   static NvmlSession open(const std::string& library, std::string* why_not);
   static NvmlSession open(const NvmlApi& api, std::string* why_not);
 
@@ -63,13 +68,15 @@ class NvmlSession {
   unsigned int device_count() const { return device_count_; }
   // nullopt when NVML fails for this device; `why_not` then says why.
   std::optional<GpuReading> read(unsigned int index, std::string* why_not = nullptr) const;
+  // NVML's index of the GPU at this PCI bus id ("0000:3b:00.0", as cudaDeviceGetPCIBusId
+  // gives it): NVML numbers the GPUs its own way, whatever CUDA_VISIBLE_DEVICES says.
+  std::optional<unsigned int> index_of(const std::string& pci_bus_id) const;
   void close();
 
  private:
   std::string error_text(NvmlApi::Return code) const;
 
   NvmlApi api_;
-  void* library_ = nullptr;  // the dlopen handle; null when the API was given
   bool open_ = false;
   unsigned int device_count_ = 0;
 };

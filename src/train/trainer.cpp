@@ -101,7 +101,7 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   val_loader_ = std::make_unique<Loader>(*val_spec_.dataset, val_spec_.batch_size, val_spec_.num_workers);
   if (options_.profiler == Profiler::kTrace) start_trace();
   if (comm_.size() > 1) start_arrivals();
-  utilization_ = std::make_unique<UtilizationWatch>(options_, gpu_ != nullptr);
+  utilization_ = std::make_unique<UtilizationWatch>(options_, gpu_ != nullptr, gpu_ ? gpu_->pci_bus_id() : "");
   outputs_.start_logging();
 }
 

@@ -1,17 +1,25 @@
 #include "train/utilization_watch.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "dist/gather.h"
 
 namespace ddp {
 
-UtilizationWatch::UtilizationWatch(const TrainerOptions& options, bool on_gpu) {
+UtilizationWatch::UtilizationWatch(const TrainerOptions& options, bool on_gpu, const std::string& gpu_pci_bus_id) {
   if (options.monitor_interval_ms == 0) return;
   MonitorOptions monitor_options;
   monitor_options.interval_ms = options.monitor_interval_ms;
   monitor_options.gpu = on_gpu;
+  if (on_gpu && !gpu_pci_bus_id.empty()) {
+    // The rank's GPU in NVML's numbering; where NVML cannot say, the monitor reports why.
+    const NvmlSession nvml = NvmlSession::open(monitor_options.nvml_library, nullptr);
+    if (const std::optional<unsigned int> index = nvml.index_of(gpu_pci_bus_id)) {
+      monitor_options.device_index = static_cast<int>(*index);
+    }
+  }
   if (options.monitor_mode == MonitorMode::kPerStep) {
     // The seed's habit in full: NVML is loaded, initialised and shut down in every step,
     // whether or not a GPU is there (without a driver the failed load is paid each time).

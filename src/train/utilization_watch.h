@@ -4,6 +4,7 @@
 // per-step by the seed's own habit (initialise, read every device, shut down, every step).
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ddpscope/communicator.h"
@@ -17,8 +18,9 @@ namespace ddp {
 class UtilizationWatch {
  public:
   // After the rank is pinned: the monitor watches the cores this process may run on, and
-  // with on_gpu the GPU through NVML. --monitor-interval-ms 0 watches nothing.
-  UtilizationWatch(const TrainerOptions& options, bool on_gpu);
+  // with on_gpu the GPU through NVML: the one at gpu_pci_bus_id (GpuTraining::pci_bus_id),
+  // else NVML's first. --monitor-interval-ms 0 watches nothing.
+  UtilizationWatch(const TrainerOptions& options, bool on_gpu, const std::string& gpu_pci_bus_id = "");
   ~UtilizationWatch();
 
   // Per step with --monitor-mode per-step, else false.

@@ -1,5 +1,6 @@
 #include "observe/nvml_probe.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -40,6 +41,15 @@ NvmlApi fake_api() {
   };
   api.device_handle = [](unsigned int index, NvmlApi::Device* device) {
     *device = &fake_devices[index];
+    return 0;
+  };
+  api.device_by_bus_id = [](const char* bus_id, NvmlApi::Device* device) {
+    if (std::string(bus_id) != "0000:3b:00.0") return 6;  // NVML_ERROR_NOT_FOUND
+    *device = &fake_devices[1];
+    return 0;
+  };
+  api.device_index = [](NvmlApi::Device device, unsigned int* index) {
+    *index = static_cast<unsigned int>(static_cast<int*>(device) - fake_devices);
     return 0;
   };
   api.utilization = [](NvmlApi::Device device, NvmlApi::Utilization* utilization) {
@@ -114,6 +124,14 @@ TEST(NvmlSessionTest, ReadFailureNamesTheCall) {
   EXPECT_EQ(why_not, "nvmlDeviceGetUtilizationRates failed for GPU 0: Unknown Error (NVML error 3)");
 }
 
+TEST(NvmlSessionTest, FindsAGpusIndexByItsPciBusId) {
+  NvmlSession nvml = NvmlSession::open(fake_api(), nullptr);
+  EXPECT_EQ(nvml.index_of("0000:3b:00.0"), 1u);
+  EXPECT_EQ(nvml.index_of("0000:ff:00.0"), std::nullopt);
+  nvml.close();
+  EXPECT_EQ(nvml.index_of("0000:3b:00.0"), std::nullopt) << "a closed session knows no GPU";
+}
+
 TEST(NvmlSessionTest, AbsentLibraryIsAReasonNotACrash) {
   std::string why_not;
   NvmlSession nvml = NvmlSession::open("/nonexistent/libnvidia-ml.so.1", &why_not);
@@ -142,6 +160,9 @@ TEST(NvmlSessionTest, TheDriversLibraryOpensOrSaysWhy) {
       EXPECT_LE(gpu->utilization_percent, 100.0);
       EXPECT_GE(gpu->memory_used_mb, 0.0);
     }
+    nvml.close();
+    // Kept loaded for the next session, as pynvml keeps it: a session costs NVML's start alone.
+    EXPECT_NE(dlopen(kNvmlLibrary, RTLD_NOW | RTLD_NOLOAD), nullptr);
   } else {
     EXPECT_FALSE(why_not.empty());
   }

@@ -17,13 +17,24 @@ tarball=$(realpath -m "${1:-$root/build/gpu-bundle/ddpscope-bundle.tar.gz}")
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)  # the steps run in a folder of their own
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 log=$OUT/check.log
 steps=$work/steps.tsv
 : >"$log"
 : >"$steps"
 budget=${DDPSCOPE_CHECK_BUDGET_S:-360}
 failures=0
+
+# report NOTE: results.md and results.json from the steps recorded so far. Also on the way
+# out after a step that stopped the script, so the results of the steps before it come back.
+reported=no
+report() {
+  reported=yes
+  python3 "$root/bench/gpu/report.py" "$steps" "$OUT" "$1"
+}
+trap 'status=$?; cd /; [[ $reported == yes ]] || report "check.sh stopped early (exit $status): check.log says where."; rm -rf "$work"' EXIT
+
+# first_file DIR NAME: the first file called NAME under DIR, or nothing (DIR need not exist).
+first_file() { find "$1" -name "$2" 2>/dev/null | sed -n 1p || true; }
 
 # run NAME LIMIT_S COMMAND...: COMMAND's output in $work/NAME.out and check.log, its exit
 # code in $rc (124 when it ran out of time), its seconds in $wall. The limit shrinks to the
@@ -76,12 +87,16 @@ tar -C "$work" -xzf "$tarball"
 bundle=$work/ddpscope-bundle
 cat "$bundle/MANIFEST" >>"$log"
 machine_dirs=()
+# Where the machine keeps CUDA's libraries: the toolkit beside nvcc, torch's nvidia wheels.
+search_dirs=()
+for dir in "$(dirname "$(command -v nvcc || echo /nonexistent/bin)")/../lib64" \
+  $(python3 -c 'import nvidia; print(*nvidia.__path__)' 2>/dev/null || true); do
+  [[ -d $dir ]] && search_dirs+=("$dir")
+done
 for lib in $(sed -n 's/^machine_libs: //p' "$bundle/MANIFEST"); do
   [[ $lib == libcuda.so* || $lib == libnvidia-* ]] && continue  # the driver's: the loader finds them
-  # shellcheck disable=SC2046  # the nvidia packages' folders, one word each
   found=$( (ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l {print $NF}'
-    find "$(dirname "$(command -v nvcc || echo /nonexistent/bin)")/../lib64" \
-      $(python3 -c 'import nvidia, sys; print(*nvidia.__path__)' 2>/dev/null) -name "$lib" 2>/dev/null) | sed -n 1p)
+    ((${#search_dirs[@]})) && find "${search_dirs[@]}" -name "$lib" 2>/dev/null) | sed -n 1p || true)
   if [[ -n $found ]]; then machine_dirs+=("$(dirname "$found")"); else echo "machine library $lib: not found" >>"$log"; fi
 done
 DDPSCOPE_BUNDLE_MACHINE_LIBS=$(IFS=:; echo "${machine_dirs[*]:-}")
@@ -99,7 +114,7 @@ record machine ran "" "" "$gpu_note; $(getconf GNU_LIBC_VERSION 2>&1)"
 # 3. The bundle runs here at all (its loader, its libraries).
 run ddpscope_version 30 "$ddpscope" --version
 outcome ddpscope_version "$(head -1 "$work/ddpscope_version.out")"
-[[ $rc == 0 ]] || { python3 "$root/bench/gpu/report.py" "$steps" "$OUT" "The bundle does not run here."; exit 1; }
+[[ $rc == 0 ]] || { report "The bundle does not run here."; exit 1; }
 # Two ranks on the CPU through the bundle's Open MPI (the next issue's multi-GPU runs need it).
 mkdir -p "$work/runs"
 cd "$work/runs"
@@ -138,16 +153,6 @@ else
     run "$test" 90 "$bundle/bin/$test"
     outcome "$test" "GPU test"
   done
-  sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$(command -v nvcc || echo /nonexistent/nvcc)")/compute-sanitizer")
-  # memcheck on the whole device step (graphs, cursor, every kernel) when the build has it.
-  first=${gpu_tests%% *}
-  [[ " $gpu_tests " == *" gpu_train_step_gpu_test "* ]] && first=gpu_train_step_gpu_test
-  if [[ -x $sanitizer ]]; then
-    run compute_sanitizer 120 "$sanitizer" --tool memcheck --target-processes all --error-exitcode 9 "$bundle/bin/$first"
-    outcome compute_sanitizer "memcheck on $first"
-  else
-    record compute_sanitizer "not run" "" "" "compute-sanitizer is not on this machine"
-  fi
 fi
 
 # 5b. The seed's optimizer step on the device (gpu/train_step_gpu.h), one CUDA graph against
@@ -168,7 +173,7 @@ seed_gpu() {
   local name=$1 summary
   shift
   run "$name" 60 "$ddpscope" train --preset seed --accelerator cuda --devices "${DEVICES:-1}" --default-root-dir "$name" "$@"
-  summary=$(find "$name" -name summary.json 2>/dev/null | sed -n 1p)
+  summary=$(first_file "$name" summary.json)
   if [[ $rc == 0 && -n $summary ]]; then
     wall=$(python3 -c "import json; print(json.load(open('$summary'))['wall_seconds'])")
     outcome "$name" "$(grep -m1 'Training completed' "$work/$name.out")" \
@@ -179,13 +184,13 @@ seed_gpu() {
 }
 if [[ $engine == yes ]]; then
   seed_gpu ddpscope_gpu_graph
-  summary=$(find ddpscope_gpu_graph -name summary.json | sed -n 1p)
-  [[ -n $summary ]] && cp "$summary" "$OUT/summary-gpu-graph.json"
+  summary=$(first_file ddpscope_gpu_graph summary.json)
+  [[ -z $summary ]] || cp "$summary" "$OUT/summary-gpu-graph.json"
   seed_gpu ddpscope_gpu_graph_probe --monitor-mode per-step
   seed_gpu ddpscope_gpu_eager --no-cuda-graph
   seed_gpu ddpscope_gpu_eager_probe --no-cuda-graph --monitor-mode per-step
   seed_gpu ddpscope_gpu_bf16 --precision bf16-mixed
-  seed_gpu ddpscope_gpu_nccl1 --process-group-backend nccl
+  NCCL_DEBUG=WARN seed_gpu ddpscope_gpu_nccl1 --process-group-backend nccl  # NCCL's own words if it fails
   DEVICES=2 seed_gpu ddpscope_gpu_2ranks
   DEVICES=3 seed_gpu ddpscope_gpu_3ranks
 else
@@ -201,7 +206,18 @@ fi
 run nvml_cycle_pynvml 30 python3 "$root/bench/gpu/nvml_cycle.py" --calls 200
 outcome nvml_cycle_pynvml "pynvml, 200 calls" "$([[ $rc == 0 ]] && json_field "$work/nvml_cycle_pynvml.out" cycle_us_median)"
 
-# 8. The comparisons on the same GPU: a plain eager PyTorch loop (without and with the
+# 8. The doctor's GPU answer, where this ddpscope has one.
+if [[ $engine == yes ]]; then
+  run doctor_cuda 150 "$ddpscope" doctor --preset seed --accelerator cuda --default-root-dir doctor
+  outcome doctor_cuda "ddpscope doctor --preset seed --accelerator cuda (the seed with its per-step probe, one GPU)"
+  [[ ! -f $work/doctor_cuda.out ]] || cp "$work/doctor_cuda.out" "$OUT/doctor.txt"
+  doctor_json=$(first_file doctor doctor.json)
+  [[ -z $doctor_json ]] || cp "$doctor_json" "$OUT/doctor.json"
+else
+  record doctor_cuda "not run" "" "" "--accelerator cuda did not run"
+fi
+
+# 9. The comparisons on the same GPU: a plain eager PyTorch loop (without and with the
 # probe), then the seed's own Lightning script (with its probe, then without).
 # Each script stops itself 30 s before its limit (after the epoch that passes it), so that a
 # slow one still gives a time per step; the note says how many of the 200 epochs ran.
@@ -217,31 +233,33 @@ python_step() {
   fi
   outcome "$name" "$note" "$per_step"
 }
-python_step eager_torch "synchronize at the end only" 60 python3 "$root/bench/gpu/eager_torch.py"
-python_step eager_torch_probe "the seed's probe per micro-batch" 90 python3 "$root/bench/gpu/eager_torch.py" --probe
-python_step lightning_seed_probe "the seed's script, 1 GPU (its 3-GPU DDP needs 3 GPUs)" 150 \
+python_step eager_torch "synchronize at the end only" 45 python3 "$root/bench/gpu/eager_torch.py"
+python_step eager_torch_probe "the seed's probe per micro-batch" 60 python3 "$root/bench/gpu/eager_torch.py" --probe
+python_step lightning_seed_probe "the seed's script, 1 GPU (its 3-GPU DDP needs 3 GPUs)" 90 \
   python3 "$root/bench/gpu/seed_lightning.py"
-python_step lightning_seed_no_probe "the seed's script without the probe" 120 python3 "$root/bench/gpu/seed_lightning.py" --no-probe
+python_step lightning_seed_no_probe "the seed's script without the probe" 60 python3 "$root/bench/gpu/seed_lightning.py" --no-probe
 
-# 9. The doctor's GPU answer, where this ddpscope has one.
-if [[ $engine == yes ]]; then
-  run doctor_cuda 150 "$ddpscope" doctor --preset seed --accelerator cuda --default-root-dir doctor
-  outcome doctor_cuda "ddpscope doctor --preset seed --accelerator cuda (the seed with its per-step probe, one GPU)"
-  cp "$work/doctor_cuda.out" "$OUT/doctor.txt"
-  doctor_json=$(find doctor -name doctor.json 2>/dev/null | sed -n 1p)
-  [[ -n $doctor_json ]] && cp "$doctor_json" "$OUT/doctor.json"
-else
-  record doctor_cuda "not run" "" "" "--accelerator cuda did not run"
+# 10. compute-sanitizer's memcheck on the whole device step (graphs, cursor, every kernel),
+# when the build has its test: last, as it runs the test many times slower.
+if [[ -n $gpu_tests && $gpu == yes ]]; then
+  sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$(command -v nvcc || echo /nonexistent/nvcc)")/compute-sanitizer")
+  first=${gpu_tests%% *}
+  [[ " $gpu_tests " == *" gpu_train_step_gpu_test "* ]] && first=gpu_train_step_gpu_test
+  if [[ -x $sanitizer ]]; then
+    run compute_sanitizer 120 "$sanitizer" --tool memcheck --target-processes all --error-exitcode 9 "$bundle/bin/$first"
+    outcome compute_sanitizer "memcheck on $first"
+  else
+    record compute_sanitizer "not run" "" "" "compute-sanitizer is not on this machine"
+  fi
 fi
 
-# 10. The same seed on this machine's CPU (one core), for scale; only beside GPU numbers.
+# 11. The same seed on this machine's CPU (one core), for scale; only beside GPU numbers.
 if [[ $engine == yes ]]; then
   run ddpscope_cpu_seed 60 "$ddpscope" train --preset seed --devices 1 --default-root-dir ddpscope_cpu_seed
   outcome ddpscope_cpu_seed "$(grep -m1 'Training completed' "$work/ddpscope_cpu_seed.out")"
 fi
 
 cd "$root"
-python3 "$root/bench/gpu/report.py" "$steps" "$OUT" \
-  "GPU: $gpu_note. ddpscope GPU engine: $engine. $failures step(s) failed. $(sed -n 's/^commit: /commit /p' "$bundle/MANIFEST")."
+report "GPU: $gpu_note. ddpscope GPU engine: $engine. $failures step(s) failed. $(sed -n 's/^commit: /commit /p' "$bundle/MANIFEST")."
 cat "$OUT/results.md"
 ((failures == 0))

@@ -58,6 +58,16 @@ if find "$work/out" -mindepth 1 | sed "s|^$work/out/||" | grep -E '[^A-Za-z0-9._
 fi
 echo "check.sh ran here and said what it could not run"
 
+# A check that stops partway (here: a bundle without its MANIFEST) still brings back the
+# results of the steps before it, saying that it stopped.
+mkdir -p "$work/broken/ddpscope-bundle"
+tar -C "$work/broken" -czf "$work/broken.tar.gz" ddpscope-bundle
+status=0
+OUT=$work/out-broken "$source/bench/gpu/check.sh" "$work/broken.tar.gz" >/dev/null 2>&1 || status=$?
+((status != 0)) || fail "check.sh passed with a broken bundle"
+grep -q 'check.sh stopped early' "$work/out-broken/results.md" || fail "a stopped check.sh brought back no results.md"
+echo "check.sh stopped early and still wrote its results"
+
 # The Python scripts parse, answer --help without torch, and refuse a bad value with exit 2.
 for script in "$source"/bench/gpu/*.py; do
   python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$script" || fail "$script does not parse"

@@ -150,7 +150,9 @@ elif [[ $gpu == no ]]; then
   record gpu_tests "not run" "" "" "no GPU: $gpu_tests"
 else
   for test in $gpu_tests; do
-    run "$test" 90 "$bundle/bin/$test"
+    limit=90  # the Trainer's and the doctor's start tens of ddpscope processes, each loading CUDA
+    if [[ $test == gpu_trainer_gpu_test || $test == gpu_doctor_gpu_test ]]; then limit=150; fi
+    run "$test" "$limit" "$bundle/bin/$test"
     outcome "$test" "GPU test"
   done
 fi

@@ -2,7 +2,8 @@
 // Row-major GEMMs on the device through cuBLASLt (issue 12), with the bias and bias+ReLU
 // epilogues fused into the product. The same arguments as tensor/gemm.h's host gemm:
 //   C (m,n) = op(A) (m,k) * op(B) (k,n) + beta * C, all row-major with leading dimensions,
-// then + bias[j] on every row (kBias) and max(., 0) (kReluBias).
+// then + bias[j] on every row (kBias). No ReLU epilogue: cuBLASLt's makes a NaN 0, where
+// torch.relu keeps it, and a diverged run must show in its loss (gpu/relu_gpu.h does it).
 // cuBLASLt is column-major; a row-major matrix is its column-major transpose, so the call
 // computes C^T = op(B)^T op(A)^T: B's buffer is cuBLASLt's A and A's is its B, with m and n
 // swapped, and the bias, one per row of cuBLASLt's D, falls on C's columns as it should.
@@ -21,7 +22,7 @@
 
 namespace ddp {
 
-enum class LtEpilogue { kNone, kBias, kReluBias };
+enum class LtEpilogue { kNone, kBias };
 
 // Lightning's --precision names: 32-true is IEEE fp32 products (no TF32), tf32 lets the
 // tensor cores round the inputs to TF32, bf16-mixed to bf16 (cuBLAS's 32F_FAST_16BF: storage

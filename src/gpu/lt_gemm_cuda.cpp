@@ -49,8 +49,6 @@ cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
       return CUBLASLT_EPILOGUE_DEFAULT;
     case LtEpilogue::kBias:
       return CUBLASLT_EPILOGUE_BIAS;
-    case LtEpilogue::kReluBias:
-      return CUBLASLT_EPILOGUE_RELU_BIAS;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -164,8 +162,7 @@ void LtGemm::gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const flo
                         .beta = beta,
                         .c = c,
                         .ldc = ldc,
-                        .bias = bias,
-                        .relu = epilogue == LtEpilogue::kReluBias};
+                        .bias = bias};
   if (small_gemm_takes(m, n, k, bias)) {
     launch_small_gemm(small, stream);
     return;

@@ -3,7 +3,8 @@
 // gradient buffers in the host's layout (layer_layout), so a checkpoint is the same bytes
 // on either. The order of work is nn/mlp.cpp's, one layer at a time:
 //   forward, layer l:   y_l (b,out) = x_l (b,in) W_l^T + bias, ReLU but on the last layer
-//                       (one cuBLASLt GEMM with the bias or bias+ReLU epilogue)
+//                       (one cuBLASLt GEMM with the bias epilogue, then gpu/relu_gpu.h's
+//                       ReLU, which keeps a NaN as the host's does)
 //   backward, l = L-1 .. 0, dy (b,out) = dLoss/dy_l:
 //                       dy *= (y_l > 0) but on the last layer; db_l += column sums of dy
 //                       (one kernel), dW_l (out,in) += dy^T x_l (a GEMM, beta 1), then the

@@ -8,6 +8,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/device_array.h"
 #include "gpu/relu_bias_grad_gpu.h"
+#include "gpu/relu_gpu.h"
 
 namespace ddp {
 
@@ -30,10 +31,10 @@ const float* mlp_forward_gpu(LtGemm& lt, const std::vector<LinearLayout>& layers
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const LinearLayout& layer = layers[l];
     const bool hidden = l + 1 < layers.size();
-    // y (b,out) = input (b,in) * W^T, W is (out,in); + bias, ReLU on the hidden layers
+    // y (b,out) = input (b,in) * W^T, W is (out,in); + bias, then ReLU on the hidden layers
     lt.gemm(Trans::kNo, Trans::kYes, b, layer.out, layer.in, input, layer.in, params + layer.weight_offset, layer.in,
-            0.0f, act.outputs[l], layer.out, hidden ? LtEpilogue::kReluBias : LtEpilogue::kBias,
-            params + layer.bias_offset, stream);
+            0.0f, act.outputs[l], layer.out, LtEpilogue::kBias, params + layer.bias_offset, stream);
+    if (hidden) launch_relu(act.outputs[l], b * layer.out, stream);
     input = act.outputs[l];
   }
   return input;

@@ -28,7 +28,6 @@ struct SmallGemm {
   float* c = nullptr;
   int64_t ldc = 0;
   const float* bias = nullptr;  // n floats, or none
-  bool relu = false;            // after the bias: max(., 0), NaN kept (as torch.relu)
 };
 
 // Threads per output: a warp's lanes share a sum of 32 products or more.
@@ -45,12 +44,11 @@ DDP_HOST_DEVICE inline float small_gemm_share(const SmallGemm& g, int64_t i, int
   return sum;
 }
 
-// Writes output (i, j) from its product: beta * C, the bias and the ReLU applied.
+// Writes output (i, j) from its product, with beta * C and the bias added.
 DDP_HOST_DEVICE inline void small_gemm_store(const SmallGemm& g, int64_t i, int64_t j, float product) {
   float& out = g.c[i * g.ldc + j];
   float value = g.beta == 0.0f ? product : product + g.beta * out;
   if (g.bias != nullptr) value += g.bias[j];
-  if (g.relu && value <= 0.0f) value = 0.0f;  // NaN <= 0 is false: a NaN stays
   out = value;
 }
 

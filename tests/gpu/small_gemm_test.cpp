@@ -1,8 +1,8 @@
 // The GEMM for the shapes cuBLASLt is not given (gpu/small_gemm.h). On the host, every build
 // with CUDA: its lanes' shares, added and stored, are the host GEMM's result, in every
-// transposition, with and without beta, bias and ReLU; C is not read when beta is 0; a NaN
-// survives the ReLU; which shapes it takes. On a GPU machine: the kernel against the same
-// reference, in both lane counts (skipped where no GPU is visible).
+// transposition, with and without beta and bias; C is not read when beta is 0; a NaN in A
+// reaches its row's output; which shapes it takes. On a GPU machine: the kernel against the
+// same reference, in both lane counts (skipped where no GPU is visible).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -53,7 +53,7 @@ struct Operands {
     fill(bias, s.n);
   }
 
-  SmallGemm gemm(float beta, bool with_bias, bool relu, float* c_data) const {
+  SmallGemm gemm(float beta, bool with_bias, float* c_data) const {
     return SmallGemm{.trans_a = shape.trans_a,
                      .trans_b = shape.trans_b,
                      .m = shape.m,
@@ -66,20 +66,17 @@ struct Operands {
                      .beta = beta,
                      .c = c_data,
                      .ldc = ldc,
-                     .bias = with_bias ? bias.data() : nullptr,
-                     .relu = relu};
+                     .bias = with_bias ? bias.data() : nullptr};
   }
 
-  // The host GEMM, then the bias and ReLU.
-  std::vector<float> reference(float beta, bool with_bias, bool relu) const {
+  // The host GEMM, then the bias.
+  std::vector<float> reference(float beta, bool with_bias) const {
     std::vector<float> out = c;
     ddp::gemm(Place::kHost, shape.trans_a ? Trans::kYes : Trans::kNo, shape.trans_b ? Trans::kYes : Trans::kNo, shape.m,
               shape.n, shape.k, 1.0f, a.data(), lda, b.data(), ldb, beta, out.data(), ldc);
     for (int64_t i = 0; i < shape.m; ++i) {
       for (int64_t j = 0; j < shape.n; ++j) {
-        float& v = out[static_cast<std::size_t>(i * ldc + j)];
-        if (with_bias) v += bias[static_cast<std::size_t>(j)];
-        if (relu) v = std::max(v, 0.0f);
+        if (with_bias) out[static_cast<std::size_t>(i * ldc + j)] += bias[static_cast<std::size_t>(j)];
       }
     }
     return out;
@@ -114,30 +111,30 @@ const std::vector<Shape> kShapes = {
     {true, true, 7, 5, 40},      {false, false, 3, 9, 31},
 };
 
-TEST(SmallGemm, SharesAddedAreTheHostGemmInEveryTranspositionWithBetaBiasAndRelu) {
+TEST(SmallGemm, SharesAddedAreTheHostGemmInEveryTranspositionWithBetaAndBias) {
   for (const Shape& shape : kShapes) {
     const Operands ops(shape, 11);
     for (const float beta : {0.0f, 1.0f}) {
-      for (const bool relu : {false, true}) {
+      for (const bool with_bias : {false, true}) {
         std::vector<float> c = ops.c;
-        run_on_host(ops.gemm(beta, relu, relu, c.data()));
-        expect_close(c, ops.reference(beta, relu, relu),
-                     name(shape) + " beta " + std::to_string(beta) + (relu ? " bias+relu" : ""));
+        run_on_host(ops.gemm(beta, with_bias, c.data()));
+        expect_close(c, ops.reference(beta, with_bias),
+                     name(shape) + " beta " + std::to_string(beta) + (with_bias ? " bias" : ""));
       }
     }
   }
 }
 
-TEST(SmallGemm, WithBetaZeroCIsNotReadAndANanSurvivesTheRelu) {
+TEST(SmallGemm, WithBetaZeroCIsNotReadAndANanReachesItsRowsOutput) {
   const Operands ops({false, true, 4, 1, 40}, 3);
   std::vector<float> c(ops.c.size(), std::numeric_limits<float>::quiet_NaN());
-  run_on_host(ops.gemm(0.0f, true, true, c.data()));
+  run_on_host(ops.gemm(0.0f, true, c.data()));
   for (int64_t i = 0; i < 4; ++i) EXPECT_FALSE(std::isnan(c[static_cast<std::size_t>(i * ops.ldc)])) << i;
 
   Operands poisoned({false, true, 2, 1, 40}, 4);
   poisoned.a[5] = std::numeric_limits<float>::quiet_NaN();  // row 0's
   std::vector<float> out = poisoned.c;
-  run_on_host(poisoned.gemm(0.0f, true, true, out.data()));
+  run_on_host(poisoned.gemm(0.0f, true, out.data()));
   EXPECT_TRUE(std::isnan(out[0]));
   EXPECT_FALSE(std::isnan(out[static_cast<std::size_t>(poisoned.ldc)]));
 }
@@ -160,12 +157,12 @@ TEST(SmallGemmGpu, TheKernelIsTheHostGemmInBothLaneCounts) {
     const DeviceArray<float> a(ops.a), b(ops.b), bias(ops.bias);
     for (const float beta : {0.0f, 1.0f}) {
       const DeviceArray<float> c(ops.c);
-      SmallGemm g = ops.gemm(beta, true, true, c.data());
+      SmallGemm g = ops.gemm(beta, true, c.data());
       g.a = a.data();
       g.b = b.data();
       g.bias = bias.data();
       launch_small_gemm(g, nullptr);
-      expect_close(c.to_host(), ops.reference(beta, true, true), name(shape) + " on the GPU");
+      expect_close(c.to_host(), ops.reference(beta, true), name(shape) + " on the GPU");
     }
   }
 }

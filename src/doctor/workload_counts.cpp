@@ -104,9 +104,9 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
   }
   n.parameters = static_cast<int64_t>(parameter_count(layers));
   const auto linear = static_cast<int64_t>(layers.size());
-  n.kernels_per_micro_batch = 4 * linear + 1;
+  n.kernels_per_micro_batch = 5 * linear;
   n.kernels_per_optimizer_step = 3;
-  n.kernels_per_val_batch = linear + 2;
+  n.kernels_per_val_batch = 2 * linear + 1;
   n.kernels = c.epochs * (n.micro_batches_per_epoch * n.kernels_per_micro_batch +
                           n.optimizer_steps_per_epoch * n.kernels_per_optimizer_step) +
               n.validations * n.val_batches_rank0 * n.kernels_per_val_batch;

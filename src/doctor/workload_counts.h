@@ -64,9 +64,10 @@ struct WorkloadCounts {
   std::vector<int64_t> bucket_bytes;  // gradient buckets of one sync (float32), DDP's plan
   // A GPU step's launches (src/gpu/train_step_gpu_cuda.cpp), counted whatever the accelerator,
   // with L = hidden_layers + 1 linear layers: per micro-batch the batch's generation, L forward
-  // GEMMs, the loss, L ReLU/bias-gradient kernels, L weight-gradient and L - 1 input-gradient
-  // GEMMs (4L + 1); per optimizer step the gradients' memset, the optimizer and the step cursor
-  // (3); per validation batch the generation, L GEMMs and the loss (L + 2).
+  // GEMMs and L - 1 ReLUs, the loss, L ReLU/bias-gradient kernels, L weight-gradient and L - 1
+  // input-gradient GEMMs (5L); per optimizer step the gradients' memset, the optimizer and the
+  // step cursor (3); per validation batch the generation, L GEMMs, L - 1 ReLUs and the loss
+  // (2L + 1).
   int64_t kernels_per_micro_batch = 0;
   int64_t kernels_per_optimizer_step = 0;
   int64_t kernels_per_val_batch = 0;

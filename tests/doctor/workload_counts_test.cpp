@@ -57,15 +57,16 @@ TEST(WorkloadCounts, SeedModelFlopsParametersAndOneBucket) {
 }
 
 // The seed's 4 linear layers on a GPU (src/gpu/train_step_gpu_cuda.cpp): per micro-batch the
-// batch's generation, 4 forward GEMMs, the loss, 4 ReLU/bias-gradient kernels, 4 dW and 3 dX
-// GEMMs; per step the memset, Adam and the cursor; per validation batch 1 + 4 + 1.
+// batch's generation, 4 forward GEMMs and 3 ReLUs, the loss, 4 ReLU/bias-gradient kernels, 4
+// dW and 3 dX GEMMs; per step the memset, Adam and the cursor; per validation batch
+// 1 + 4 + 3 + 1.
 TEST(WorkloadCounts, SeedKernelLaunchesOnAGpu) {
   const WorkloadCounts n = count_workload(seed(1, 3));
-  EXPECT_EQ(n.kernels_per_micro_batch, 17);
+  EXPECT_EQ(n.kernels_per_micro_batch, 20);
   EXPECT_EQ(n.kernels_per_optimizer_step, 3);
-  EXPECT_EQ(n.kernels_per_val_batch, 6);
+  EXPECT_EQ(n.kernels_per_val_batch, 9);
   // 200 epochs of 20 micro-batches and 7 steps, then 200 validations of 20 batches
-  EXPECT_EQ(n.kernels, 200 * (20 * 17 + 7 * 3) + 200 * 20 * 6);
+  EXPECT_EQ(n.kernels, 200 * (20 * 20 + 7 * 3) + 200 * 20 * 9);
 }
 
 TEST(WorkloadCounts, SmallBucketCapSplitsTheGradientsByLayer) {

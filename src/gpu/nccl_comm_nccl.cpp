@@ -109,8 +109,7 @@ void NcclComm::synchronize(CUstream_st* stream, double timeout_s, const std::fun
     const auto waited = Clock::now() - start;
     if (std::chrono::duration<double>(waited).count() > timeout_s) {
       abort_with(fmt::format("the GPU's work, with its NCCL allreduces, has not finished after {:g} s "
-                             "(DDPSCOPE_COMM_TIMEOUT_S): a rank "
-                             "has stopped taking part in the collectives",
+                             "(DDPSCOPE_COMM_TIMEOUT_S): a rank has stopped taking part in the collectives",
                              timeout_s),
                  release_graphs);
     }

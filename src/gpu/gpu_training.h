@@ -77,6 +77,9 @@ class GpuTraining {
   // The GPU's PCI bus id, "0000:3b:00.0": how NVML finds it (its numbering is not CUDA's).
   std::string pci_bus_id() const;
 
+  // GpuTrainStep's: this GPU's measured GEMM rate in the run's precision (after training).
+  double gemm_peak_flops();
+
  private:
   int device_ = 0;
   std::unique_ptr<NcclComm> nccl_;  // before step_, which uses it

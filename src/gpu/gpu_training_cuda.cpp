@@ -82,6 +82,8 @@ double GpuTraining::validation_sum_squares(int64_t epoch) {
 
 int64_t GpuTraining::validation_samples() const { return step_->validation_samples(); }
 
+double GpuTraining::gemm_peak_flops() { return step_->gemm_peak_flops(); }
+
 std::string GpuTraining::pci_bus_id() const {
   char id[32] = {};  // "0000:3b:00.0": 13 bytes with the terminator
   check_cuda(cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof(id)), device_), "cudaDeviceGetPCIBusId");

@@ -20,5 +20,6 @@ double GpuTraining::validation_sum_squares(int64_t) { return 0; }
 int64_t GpuTraining::validation_samples() const { return 0; }
 void GpuTraining::copy_to_host(std::span<float>, Optimizer&) const {}
 std::string GpuTraining::pci_bus_id() const { return ""; }
+double GpuTraining::gemm_peak_flops() { return 0; }
 
 }  // namespace ddp

@@ -119,6 +119,11 @@ class GpuTrainStep {
   std::vector<float> params();
   std::vector<std::vector<float>> optimizer_state();
 
+  // This GPU's rate on a large square GEMM in the run's precision, FLOP/s, the best of a few
+  // (synchronises; allocates, so after training): the denominator of the run's model-FLOP
+  // share, as the CPU's is its core's measured peak.
+  double gemm_peak_flops();
+
   int64_t validation_samples() const { return validation_samples_; }  // this rank's
   int64_t graphs_captured() const { return step_graphs_.captured() + gradient_graphs_.captured(); }
 

@@ -293,6 +293,31 @@ void GpuTrainStep::enqueue_validation(int64_t samples) {
   }
 }
 
+double GpuTrainStep::gemm_peak_flops() {
+  constexpr int64_t kSize = 4096;  // 137 GFLOP: milliseconds, and the library's largest tiles
+  constexpr int kRepeats = 5;
+  wait();
+  const std::size_t bytes = static_cast<std::size_t>(kSize * kSize) * sizeof(float);
+  const DeviceArray<float> a(kSize * kSize), b(kSize * kSize), c(kSize * kSize);
+  // Not zeros, which a GPU multiplies at less power and so at a higher clock: 0x3c3c3c3c, 0.0115.
+  check_cuda(cudaMemset(a.data(), 0x3c, bytes), "cudaMemset");
+  check_cuda(cudaMemset(b.data(), 0x3c, bytes), "cudaMemset");
+  const auto gemm = [&] {
+    lt_.gemm(Trans::kNo, Trans::kNo, kSize, kSize, kSize, a.data(), kSize, b.data(), kSize, 0.0f, c.data(), kSize,
+             LtEpilogue::kNone, nullptr, stream_.get());
+  };
+  gemm();  // plans the shape
+  const CudaEvent start(CudaEvent::Timing::kOn), end(CudaEvent::Timing::kOn);
+  double best = 0;
+  for (int i = 0; i < kRepeats; ++i) {
+    start.record(stream_.get());
+    gemm();
+    end.record(stream_.get());
+    best = std::max(best, 2.0 * kSize * kSize * kSize / end.seconds_after(start));
+  }
+  return best;
+}
+
 std::vector<float> GpuTrainStep::params() {
   wait();
   return params_.to_host();

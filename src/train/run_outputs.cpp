@@ -102,8 +102,9 @@ void RunOutputs::save_checkpoints(const Mlp& network, Optimizer& optimizer, Opti
 void RunOutputs::finish(const Mlp& network, RunSummary& stats, const std::vector<PhaseCalls>& phase_calls) {
   if (comm_.rank() != 0) return;
   save_parameters(log_dir_ / "final.safetensors", network, hparams_);
-  // After the wall clock stopped: the core's GEMM peak, for the FLOP share of the summary.
-  stats.gemm_peak_flops_per_second = measure_gemm_peak_flops();
+  // After the wall clock stopped: the core's GEMM peak, for the FLOP share of the summary
+  // (a GPU run's Trainer measured its GPU's).
+  if (stats.gemm_peak_flops_per_second == 0) stats.gemm_peak_flops_per_second = measure_gemm_peak_flops();
   stats.options = hparams_;
   write_file_atomically(log_dir_ / "summary.json", to_json(stats).dump(2) + "\n");
   if (options_.profiler == Profiler::kNone) return;

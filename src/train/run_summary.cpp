@@ -293,8 +293,8 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   j["wall_seconds"] = s.wall_seconds;
   const double samples_per_second = s.samples_per_second();
   j["samples_per_second"] = samples_per_second;
-  // Throughput: the model FLOP rate achieved, and its share of one core's measured GEMM
-  // peak per device (the MFU idea).
+  // Throughput: the model FLOP rate achieved, and its share of one device's measured GEMM
+  // peak (a core's, or a GPU's in the run's precision): the MFU idea.
   const double model_flops = s.training_flops_per_sample * samples_per_second;
   j["throughput"] = {
       {"samples_per_second", samples_per_second},

@@ -65,7 +65,7 @@ struct RunSummary {
   std::optional<double> final_val_loss;
   std::vector<PhaseSeconds> phases_per_rank;
   double training_flops_per_sample = 0;   // model GEMM FLOPs, forward and backward
-  double gemm_peak_flops_per_second = 0;  // measured on this core at the end of the run
+  double gemm_peak_flops_per_second = 0;  // measured at the end of the run: this core's, or a GPU run's GPU's
   // Per rank: (seconds since the run started, device utilization %), at most a few hundred.
   std::vector<std::vector<std::pair<double, double>>> utilization_per_rank;
   AllreduceStats allreduce;  // rank zero's

@@ -408,6 +408,8 @@ void Trainer::Run::finish(LightningModule& module) {
   }
   stats_.utilization_per_rank = utilization_->gather_series(comm_, start_);
   if (options_.profiler == Profiler::kTrace) write_trace();
+  // The model-FLOP share's denominator: this GPU's measured GEMM peak (else, in finish, the core's).
+  if (gpu_ && comm_.rank() == 0) stats_.gemm_peak_flops_per_second = gpu_->gemm_peak_flops();
   outputs_.finish(module.network(), stats_, phase_calls);
 }
 

@@ -97,6 +97,9 @@ TEST(TrainerGpu, ARunOnCudaLogsTheCpusLossesAndEndsAtItsParameters) {
     const nlohmann::json summary = nlohmann::json::parse(read_text(run_folder(dir, version) / "summary.json"));
     EXPECT_EQ(summary["accelerator"], "cuda");
     EXPECT_EQ(summary["optimizer_steps"], 18);
+    // The FLOP share's denominator is the GPU's measured GEMM peak: more than 1 TFLOP/s in fp32
+    // on any GPU of compute capability 8 or newer, out of a CPU core's reach (about 0.2).
+    EXPECT_GT(summary["throughput"]["gemm_peak_flops_per_second_per_device"].get<double>(), 1e12);
   }
 }
 

@@ -5,6 +5,7 @@
 # on this machine (no GPU, no CUDA build yet, no torch) is recorded as "not run" with why.
 #
 #   OUT=/some/folder bench/gpu/check.sh [BUNDLE_TAR]   # default build/gpu-bundle/ddpscope-bundle.tar.gz
+#   DDPSCOPE_CHECK_SKIP="kernel_tests seeds" ...          # a rerun: skip what the first run measured
 #
 # Writes to $OUT: results.md, results.json, check.log, and where they ran summary-gpu-graph.json,
 # doctor.txt and doctor.json. Exit 0 when every step that could run passed; 1 when a step
@@ -35,6 +36,16 @@ trap 'status=$?; cd /; [[ $reported == yes ]] || report "check.sh stopped early 
 
 # first_file DIR NAME: the first file called NAME under DIR, or nothing (DIR need not exist).
 first_file() { find "$1" -name "$2" 2>/dev/null | sed -n 1p || true; }
+
+# wanted GROUP: whether DDPSCOPE_CHECK_SKIP leaves this group of steps to run (else it is
+# recorded as skipped). Groups: kernel_tests step seeds nvml trainer_tests doctor python
+# memcheck cpu. A rerun after a first run that ran out of time skips what that one measured.
+wanted() {
+  if [[ " ${DDPSCOPE_CHECK_SKIP:-} " == *" $1 "* ]]; then
+    record "$1" "not run" "" "" "skipped: DDPSCOPE_CHECK_SKIP"
+    return 1
+  fi
+}
 
 # run NAME LIMIT_S COMMAND...: COMMAND's output in $work/NAME.out and check.log, its exit
 # code in $rc (124 when it ran out of time), its seconds in $wall. The limit shrinks to the
@@ -142,24 +153,33 @@ else
   record accelerator_cuda "not run" "" "" "no GPU, or a build without CUDA (message: $message)"
 fi
 
-# 5. The GPU tests, if the bundle has any (tests/gpu), and compute-sanitizer on the first.
+# 5. The GPU tests (tests/gpu) of the kernels and the device step. The Trainer's and the
+# doctor's, which start tens of ddpscope processes each loading CUDA, come after the seed's
+# timings (step 7b), so that those are measured whatever the tests take.
 gpu_tests=$(sed -n 's/^gpu_tests: //p' "$bundle/MANIFEST")
+slow_tests=" gpu_trainer_gpu_test gpu_doctor_gpu_test "
+# gpu_test_pass yes|no: runs the bundle's GPU tests that are slow (yes) or the others (no).
+gpu_test_pass() {
+  local test slow
+  for test in $gpu_tests; do
+    slow=no
+    if [[ $slow_tests == *" $test "* ]]; then slow=yes; fi
+    [[ $slow == "$1" ]] || continue
+    run "$test" "$([[ $slow == yes ]] && echo 150 || echo 90)" "$bundle/bin/$test"
+    outcome "$test" "GPU test"
+  done
+}
 if [[ -z $gpu_tests ]]; then
   record gpu_tests "not run" "" "" "the build has no GPU tests yet (tests/gpu)"
 elif [[ $gpu == no ]]; then
   record gpu_tests "not run" "" "" "no GPU: $gpu_tests"
-else
-  for test in $gpu_tests; do
-    limit=90  # the Trainer's and the doctor's start tens of ddpscope processes, each loading CUDA
-    if [[ $test == gpu_trainer_gpu_test || $test == gpu_doctor_gpu_test ]]; then limit=150; fi
-    run "$test" "$limit" "$bundle/bin/$test"
-    outcome "$test" "GPU test"
-  done
+elif wanted kernel_tests; then
+  gpu_test_pass no
 fi
 
 # 5b. The seed's optimizer step on the device (gpu/train_step_gpu.h), one CUDA graph against
 # the same kernels launched eagerly, and in TF32: microseconds per step.
-if [[ -x $bundle/bin/gpu_step_bench ]]; then
+if [[ -x $bundle/bin/gpu_step_bench ]] && wanted step; then
   run gpu_step_bench 90 "$bundle/bin/gpu_step_bench" 200
   outcome gpu_step_bench "the seed's step as one CUDA graph (per step); eager and TF32 in gpu-step.json" \
     "$([[ $rc == 0 ]] && json_field "$work/gpu_step_bench.out" graph_step_us)"
@@ -184,7 +204,7 @@ seed_gpu() {
     outcome "$name" ""
   fi
 }
-if [[ $engine == yes ]]; then
+if [[ $engine == yes ]] && wanted seeds; then
   seed_gpu ddpscope_gpu_graph
   summary=$(first_file ddpscope_gpu_graph summary.json)
   [[ -z $summary ]] || cp "$summary" "$OUT/summary-gpu-graph.json"
@@ -195,27 +215,33 @@ if [[ $engine == yes ]]; then
   NCCL_DEBUG=WARN seed_gpu ddpscope_gpu_nccl1 --process-group-backend nccl  # NCCL's own words if it fails
   DEVICES=2 seed_gpu ddpscope_gpu_2ranks
   DEVICES=3 seed_gpu ddpscope_gpu_3ranks
-else
-  record ddpscope_gpu_graph "not run" "" "" "--accelerator cuda did not run (the four seed runs need it)"
+elif [[ $engine != yes ]]; then
+  record ddpscope_gpu_graph "not run" "" "" "--accelerator cuda did not run (the seed runs need it)"
 fi
 
 # 7. nvmlInit + read every GPU + nvmlShutdown per call: ddpscope's own NVML code, then pynvml.
-if [[ -x $bundle/bin/nvml_cycle_bench ]]; then
-  run nvml_cycle_ddpscope 30 "$bundle/bin/nvml_cycle_bench" 200
-  outcome nvml_cycle_ddpscope "ddpscope's NvmlSession, 200 calls" \
-    "$([[ $rc == 0 ]] && json_field "$work/nvml_cycle_ddpscope.out" cycle_us_median)"
+if wanted nvml; then
+  if [[ -x $bundle/bin/nvml_cycle_bench ]]; then
+    run nvml_cycle_ddpscope 30 "$bundle/bin/nvml_cycle_bench" 200
+    outcome nvml_cycle_ddpscope "ddpscope's NvmlSession, 200 calls" \
+      "$([[ $rc == 0 ]] && json_field "$work/nvml_cycle_ddpscope.out" cycle_us_median)"
+  fi
+  run nvml_cycle_pynvml 30 python3 "$root/bench/gpu/nvml_cycle.py" --calls 200
+  outcome nvml_cycle_pynvml "pynvml, 200 calls" \
+    "$([[ $rc == 0 ]] && json_field "$work/nvml_cycle_pynvml.out" cycle_us_median)"
 fi
-run nvml_cycle_pynvml 30 python3 "$root/bench/gpu/nvml_cycle.py" --calls 200
-outcome nvml_cycle_pynvml "pynvml, 200 calls" "$([[ $rc == 0 ]] && json_field "$work/nvml_cycle_pynvml.out" cycle_us_median)"
+
+# 7b. The Trainer's and the doctor's GPU tests (step 5 says why they wait until here).
+if [[ -n $gpu_tests && $gpu == yes ]] && wanted trainer_tests; then gpu_test_pass yes; fi
 
 # 8. The doctor's GPU answer, where this ddpscope has one.
-if [[ $engine == yes ]]; then
+if [[ $engine == yes ]] && wanted doctor; then
   run doctor_cuda 150 "$ddpscope" doctor --preset seed --accelerator cuda --default-root-dir doctor
   outcome doctor_cuda "ddpscope doctor --preset seed --accelerator cuda (the seed with its per-step probe, one GPU)"
   [[ ! -f $work/doctor_cuda.out ]] || cp "$work/doctor_cuda.out" "$OUT/doctor.txt"
   doctor_json=$(first_file doctor doctor.json)
   [[ -z $doctor_json ]] || cp "$doctor_json" "$OUT/doctor.json"
-else
+elif [[ $engine != yes ]]; then
   record doctor_cuda "not run" "" "" "--accelerator cuda did not run"
 fi
 
@@ -235,15 +261,18 @@ python_step() {
   fi
   outcome "$name" "$note" "$per_step"
 }
-python_step eager_torch "synchronize at the end only" 45 python3 "$root/bench/gpu/eager_torch.py"
-python_step eager_torch_probe "the seed's probe per micro-batch" 60 python3 "$root/bench/gpu/eager_torch.py" --probe
-python_step lightning_seed_probe "the seed's script, 1 GPU (its 3-GPU DDP needs 3 GPUs)" 90 \
-  python3 "$root/bench/gpu/seed_lightning.py"
-python_step lightning_seed_no_probe "the seed's script without the probe" 60 python3 "$root/bench/gpu/seed_lightning.py" --no-probe
+if wanted python; then
+  python_step eager_torch "synchronize at the end only" 45 python3 "$root/bench/gpu/eager_torch.py"
+  python_step eager_torch_probe "the seed's probe per micro-batch" 60 python3 "$root/bench/gpu/eager_torch.py" --probe
+  python_step lightning_seed_probe "the seed's script, 1 GPU (its 3-GPU DDP needs 3 GPUs)" 90 \
+    python3 "$root/bench/gpu/seed_lightning.py"
+  python_step lightning_seed_no_probe "the seed's script without the probe" 60 \
+    python3 "$root/bench/gpu/seed_lightning.py" --no-probe
+fi
 
 # 10. compute-sanitizer's memcheck on the whole device step (graphs, cursor, every kernel),
 # when the build has its test: last, as it runs the test many times slower.
-if [[ -n $gpu_tests && $gpu == yes ]]; then
+if [[ -n $gpu_tests && $gpu == yes ]] && wanted memcheck; then
   sanitizer=$(command -v compute-sanitizer || echo "$(dirname "$(command -v nvcc || echo /nonexistent/nvcc)")/compute-sanitizer")
   first=${gpu_tests%% *}
   [[ " $gpu_tests " == *" gpu_train_step_gpu_test "* ]] && first=gpu_train_step_gpu_test
@@ -256,7 +285,7 @@ if [[ -n $gpu_tests && $gpu == yes ]]; then
 fi
 
 # 11. The same seed on this machine's CPU (one core), for scale; only beside GPU numbers.
-if [[ $engine == yes ]]; then
+if [[ $engine == yes ]] && wanted cpu; then
   run ddpscope_cpu_seed 60 "$ddpscope" train --preset seed --devices 1 --default-root-dir ddpscope_cpu_seed
   outcome ddpscope_cpu_seed "$(grep -m1 'Training completed' "$work/ddpscope_cpu_seed.out")"
 fi

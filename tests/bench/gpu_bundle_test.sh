@@ -43,7 +43,10 @@ echo "the bundle ran with the host's libraries hidden"
 
 # bench/gpu/check.sh on this machine (no GPU): exit 0, results saying what was not run and
 # why, the bundle's ddpscope answering, at most 8 files back, named as the device tool allows.
-OUT=$work/out "$source/bench/gpu/check.sh" "$work/pack/ddpscope-bundle.tar.gz" || fail "check.sh exited $? without a GPU"
+DDPSCOPE_CHECK_SKIP=nvml OUT=$work/out "$source/bench/gpu/check.sh" "$work/pack/ddpscope-bundle.tar.gz" ||
+  fail "check.sh exited $? without a GPU"
+grep -q '^| nvml | not run | *| *| skipped: DDPSCOPE_CHECK_SKIP' "$work/out/results.md" ||
+  fail "check.sh did not skip the group DDPSCOPE_CHECK_SKIP named"
 grep -q '^| ddpscope_version | ran |' "$work/out/results.md" || fail "check.sh did not run the bundle's ddpscope"
 grep -Eq '^\| accelerator_cuda \| (ran \|.*accepted|not run \|.*message: )' "$work/out/results.md" ||
   fail "check.sh did not record --accelerator cuda's answer"

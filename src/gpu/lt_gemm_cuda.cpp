@@ -163,21 +163,20 @@ void LtGemm::gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const flo
                         .c = c,
                         .ldc = ldc,
                         .bias = bias};
-  if (small_gemm_takes(m, n, k, bias)) {
+  Plan* plan = nullptr;
+  if (!small_gemm_takes(m, n, k, bias)) {
+    const Key key{ta == Trans::kYes,          tb == Trans::kYes,         m, n, k, lda, ldb, ldc,
+                  static_cast<int>(epilogue), alignment({a, b, c, bias})};
+    plan = &plan_for(key, bias);
+  }
+  if (plan == nullptr || plan->small) {
     launch_small_gemm(small, stream);
     return;
   }
-  const Key key{ta == Trans::kYes,          tb == Trans::kYes,         m, n, k, lda, ldb, ldc,
-                static_cast<int>(epilogue), alignment({a, b, c, bias})};
-  Plan& plan = plan_for(key, bias);
-  if (plan.small) {
-    launch_small_gemm(small, stream);
-    return;
-  }
-  if (bias != nullptr) set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  if (bias != nullptr) set(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   const float alpha = 1.0f;
-  check_lt(cublaslt().cublasLtMatmul(handle_, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
-                                     &plan.algo, workspace_, kWorkspaceBytes, stream),
+  check_lt(cublaslt().cublasLtMatmul(handle_, plan->desc, &alpha, b, plan->a, a, plan->b, &beta, c, plan->c, c, plan->c,
+                                     &plan->algo, workspace_, kWorkspaceBytes, stream),
            "cublasLtMatmul");
 }
 

@@ -1,9 +1,9 @@
 #pragma once
-// Row-major GEMMs on the device through cuBLASLt (issue 12), with the bias and bias+ReLU
-// epilogues fused into the product. The same arguments as tensor/gemm.h's host gemm:
+// Row-major GEMMs on the device through cuBLASLt (issue 12), with a bias fused into the
+// product (its epilogue). The same arguments as tensor/gemm.h's host gemm:
 //   C (m,n) = op(A) (m,k) * op(B) (k,n) + beta * C, all row-major with leading dimensions,
-// then + bias[j] on every row (kBias). No ReLU epilogue: cuBLASLt's makes a NaN 0, where
-// torch.relu keeps it, and a diverged run must show in its loss (gpu/relu_gpu.h does it).
+// then + bias[j] on every row when a bias is given. No ReLU epilogue: cuBLASLt's makes a NaN
+// 0, where torch.relu keeps it, and a diverged run must show in its loss (gpu/relu_gpu.h).
 // cuBLASLt is column-major; a row-major matrix is its column-major transpose, so the call
 // computes C^T = op(B)^T op(A)^T: B's buffer is cuBLASLt's A and A's is its B, with m and n
 // swapped, and the bias, one per row of cuBLASLt's D, falls on C's columns as it should.
@@ -22,8 +22,6 @@
 
 namespace ddp {
 
-enum class LtEpilogue { kNone, kBias };
-
 // Lightning's --precision names: 32-true is IEEE fp32 products (no TF32), tf32 lets the
 // tensor cores round the inputs to TF32, bf16-mixed to bf16 (cuBLAS's 32F_FAST_16BF: storage
 // and accumulation stay fp32, so the master weights, gradients and optimizer are fp32; the
@@ -37,10 +35,9 @@ class LtGemm {
   LtGemm& operator=(const LtGemm&) = delete;
   ~LtGemm();
 
-  // Device pointers; bias (n floats) only with an epilogue that adds one.
+  // Device pointers; bias: n floats added to every row, or nullptr.
   void gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-            int64_t ldb, float beta, float* c, int64_t ldc, LtEpilogue epilogue, const float* bias,
-            cudaStream_t stream);
+            int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, cudaStream_t stream);
 
  private:
   // One shape's descriptors and algorithm (in cuBLASLt's column-major terms).
@@ -50,8 +47,8 @@ class LtGemm {
     cublasLtMatmulAlgo_t algo{};
     bool small = false;  // the heuristic refused it: small_gemm computes it
   };
-  // ta, tb, m, n, k, lda, ldb, ldc, epilogue, the pointers' common alignment in bytes
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int>;
+  // ta, tb, m, n, k, lda, ldb, ldc, with a bias, the pointers' common alignment in bytes
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int>;
   Plan& plan_for(const Key& key, const float* bias);
   void make_plan(const Key& key, const float* bias, Plan& plan);  // fills plan, or throws leaving what it made
   static void destroy(Plan& plan);

@@ -43,16 +43,6 @@ int alignment(std::initializer_list<const void*> pointers) {
   return bytes;
 }
 
-cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
-  switch (e) {
-    case LtEpilogue::kNone:
-      return CUBLASLT_EPILOGUE_DEFAULT;
-    case LtEpilogue::kBias:
-      return CUBLASLT_EPILOGUE_BIAS;
-  }
-  return CUBLASLT_EPILOGUE_DEFAULT;
-}
-
 }  // namespace
 
 LtGemm::LtGemm(LtMath math) : math_(math) {
@@ -90,7 +80,7 @@ LtGemm::Plan& LtGemm::plan_for(const Key& key, const float* bias) {
 }
 
 void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
-  const auto [ta, tb, m, n, k, lda, ldb, ldc, epilogue, aligned] = key;
+  const auto [ta, tb, m, n, k, lda, ldb, ldc, with_bias, aligned] = key;
   const cublasComputeType_t compute = math_ == LtMath::kTf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
                                       : math_ == LtMath::kBf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                                                                : CUBLAS_COMPUTE_32F;
@@ -98,7 +88,7 @@ void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
   // cuBLASLt's A is our B and its B our A (the header's transpose): its m is our n.
   set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, op(tb));
   set(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, op(ta));
-  set(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(static_cast<LtEpilogue>(epilogue)));
+  set(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, with_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
   if (bias != nullptr) set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);  // the heuristic reads its alignment
   // Stored shapes, column-major: a row-major (r, c) matrix is a column-major (c, r) one.
   check_lt(cublaslt().cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_32F, static_cast<uint64_t>(tb ? k : n),
@@ -135,7 +125,7 @@ void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
   if (refused) {
     // Slower, never wrong: said once per shape, so that a user who sees the step slow knows why.
     std::fprintf(stderr,
-                 "ddpscope: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM with this epilogue and %d-byte "
+                 "ddpscope: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM with this bias and %d-byte "
                  "alignment (%s); ddpscope's own kernel computes it\n",
                  static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), aligned,
                  status == CUBLAS_STATUS_SUCCESS ? "none found" : cublaslt().cublasLtGetStatusName(status));
@@ -147,30 +137,28 @@ void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
 }
 
 void LtGemm::gemm(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                  int64_t ldb, float beta, float* c, int64_t ldc, LtEpilogue epilogue, const float* bias,
-                  cudaStream_t stream) {
-  DDP_CHECK((epilogue == LtEpilogue::kNone) == (bias == nullptr), "a bias exactly with a bias epilogue");
-  const SmallGemm small{.trans_a = ta == Trans::kYes,
-                        .trans_b = tb == Trans::kYes,
-                        .m = m,
-                        .n = n,
-                        .k = k,
-                        .a = a,
-                        .lda = lda,
-                        .b = b,
-                        .ldb = ldb,
-                        .beta = beta,
-                        .c = c,
-                        .ldc = ldc,
-                        .bias = bias};
+                  int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, cudaStream_t stream) {
   Plan* plan = nullptr;
   if (!small_gemm_takes(m, n, k, bias)) {
-    const Key key{ta == Trans::kYes,          tb == Trans::kYes,         m, n, k, lda, ldb, ldc,
-                  static_cast<int>(epilogue), alignment({a, b, c, bias})};
+    const Key key{ta == Trans::kYes, tb == Trans::kYes,         m, n, k, lda, ldb, ldc,
+                  bias != nullptr,   alignment({a, b, c, bias})};
     plan = &plan_for(key, bias);
   }
   if (plan == nullptr || plan->small) {
-    launch_small_gemm(small, stream);
+    launch_small_gemm({.trans_a = ta == Trans::kYes,
+                       .trans_b = tb == Trans::kYes,
+                       .m = m,
+                       .n = n,
+                       .k = k,
+                       .a = a,
+                       .lda = lda,
+                       .b = b,
+                       .ldb = ldb,
+                       .beta = beta,
+                       .c = c,
+                       .ldc = ldc,
+                       .bias = bias},
+                      stream);
     return;
   }
   if (bias != nullptr) set(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);

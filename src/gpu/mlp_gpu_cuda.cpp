@@ -33,7 +33,7 @@ const float* mlp_forward_gpu(LtGemm& lt, const std::vector<LinearLayout>& layers
     const bool hidden = l + 1 < layers.size();
     // y (b,out) = input (b,in) * W^T, W is (out,in); + bias, then ReLU on the hidden layers
     lt.gemm(Trans::kNo, Trans::kYes, b, layer.out, layer.in, input, layer.in, params + layer.weight_offset, layer.in,
-            0.0f, act.outputs[l], layer.out, LtEpilogue::kBias, params + layer.bias_offset, stream);
+            0.0f, act.outputs[l], layer.out, params + layer.bias_offset, stream);
     if (hidden) launch_relu(act.outputs[l], b * layer.out, stream);
     input = act.outputs[l];
   }
@@ -54,13 +54,13 @@ void mlp_backward_gpu(LtGemm& lt, const std::vector<LinearLayout>& layers, const
     launch_relu_backward_and_bias_grad(dy, relu_output, grads + layer.bias_offset, b, layer.out, stream);
     // dW (out,in) += dy^T (out,b) * input (b,in)
     lt.gemm(Trans::kYes, Trans::kNo, layer.out, layer.in, b, dy, layer.out, input, layer.in, 1.0f,
-            grads + layer.weight_offset, layer.in, LtEpilogue::kNone, nullptr, stream);
+            grads + layer.weight_offset, layer.in, nullptr, stream);
     // Reported before dx, so that the layer's bucket can be reduced while the rest runs.
     if (on_layer_done) on_layer_done(l);
     if (l == 0) break;  // nobody needs dLoss/dX
     // dx (b,in) = dy (b,out) * W (out,in)
     lt.gemm(Trans::kNo, Trans::kNo, b, layer.in, layer.out, dy, layer.out, params + layer.weight_offset, layer.in, 0.0f,
-            dx, layer.in, LtEpilogue::kNone, nullptr, stream);
+            dx, layer.in, nullptr, stream);
     std::swap(dy, dx);
   }
 }

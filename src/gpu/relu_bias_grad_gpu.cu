@@ -5,7 +5,6 @@
 #include "gpu/relu_bias_grad_gpu.h"
 
 namespace ddp {
-
 namespace {
 
 // A block is 32 columns by 32 groups of rows: a warp reads 32 consecutive floats of a row,

@@ -304,7 +304,7 @@ double GpuTrainStep::gemm_peak_flops() {
   check_cuda(cudaMemset(b.data(), 0x3c, bytes), "cudaMemset");
   const auto gemm = [&] {
     lt_.gemm(Trans::kNo, Trans::kNo, kSize, kSize, kSize, a.data(), kSize, b.data(), kSize, 0.0f, c.data(), kSize,
-             LtEpilogue::kNone, nullptr, stream_.get());
+             nullptr, stream_.get());
   };
   gemm();  // plans the shape
   const CudaEvent start(CudaEvent::Timing::kOn), end(CudaEvent::Timing::kOn);

@@ -88,8 +88,8 @@ class DeviceMonitor {
 // open, read and close /proc/stat and /proc/self/stat; with options.gpu also NVML's init,
 // a read of every device and its shutdown, as pynvml does them (the library loaded once per
 // process; when it is absent the failed dlopen is paid every time, as pynvml pays it). The
-// cost is the point: the Trainer charges it to the
-// `monitor` phase. Each result is also kept, in a ring reserved at construction.
+// cost is the point: the Trainer charges it to the `monitor` phase. Each result is also
+// kept, in a ring reserved at construction.
 class PerStepProbe {
  public:
   // Reads the baselines that the first probe_once() measures against, and reserves

@@ -43,6 +43,8 @@ int run_train(const CLI::App& command, const RunOptions& run, bool overwrite) {
   // would kill a rank the others wait for.
   StopSignals::hold_until_exit();
   RegressionDataModule data(config);
+  // What hparams.yaml and the summary record is what trains: a CSV file's rows.
+  if (const std::optional<int64_t> rows = data.file_rows()) config.data.dataset_size = *rows;
   RegressionModel model(config);
   // The seed's timer starts before the Trainer; a rank that ddpscope launched under mpirun
   // counts from the launch, so the time includes starting the job.

@@ -16,12 +16,14 @@
 #include "dist/mpi_communicator.h"
 #include "dist/world.h"
 #include "doctor/allreduce_probe.h"
+#include "doctor/command_line.h"
 #include "doctor/doctor.h"
 #include "gpu/visible_gpus.h"
 #include "log/run_dir.h"
 #include "train/accelerator_check.h"
 #include "train/options.h"
 #include "train/parse_value.h"
+#include "train/regression_task.h"
 
 namespace ddp {
 namespace {
@@ -137,6 +139,9 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
         "the per-sample error. ddpscope uses matching shapes [B,1]; the cost per step is the same.");
   }
   validate_config(config);
+  // The runs' data is read here first: a file that cannot train fails before any run starts,
+  // and the counts are of its rows.
+  if (const std::optional<int64_t> rows = RegressionDataModule(config).file_rows()) config.data.dataset_size = *rows;
 
   DoctorRequest request;
   request.config = config;
@@ -145,9 +150,9 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
   request.repeats = repeats;
   request.dir = make_run_dir(config.trainer.default_root_dir, config.trainer.name, config.trainer.version, overwrite);
   request.notes = notes;
-  std::string typed = "ddpscope";
-  for (int i = 1; i < argc; ++i) typed += std::string(" ") + argv[i];
-  request.command = typed;
+  std::vector<std::string> typed = {"ddpscope"};
+  for (int i = 1; i < argc; ++i) typed.emplace_back(argv[i]);
+  request.command = shell_command(typed);  // pasted into a shell, it runs what ran
   run_doctor(request, stdout);
   return 0;
 }

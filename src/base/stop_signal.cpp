@@ -28,17 +28,21 @@ sigset_t stop_set() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);  // a closed terminal or SSH session: stop as on Ctrl-C, with a checkpoint
   return set;
 }
 
-struct sigaction before_int, before_term;
+struct sigaction before_int, before_term, before_hup;
+
+struct sigaction& before(int signal) {
+  return signal == SIGINT ? before_int : signal == SIGTERM ? before_term : before_hup;
+}
 bool speaks_for_the_job = true;  // false on ranks other than zero, where rank zero speaks
 
 // No StopSignals lives: the signal does what it did before it was taken (ends the process,
 // or nothing where it was ignored).
 void act_as_before(int signal) {
-  const struct sigaction& before = signal == SIGINT ? before_int : before_term;
-  if (before.sa_handler == SIG_IGN) return;
+  if (before(signal).sa_handler == SIG_IGN) return;
   struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
   sigemptyset(&fallback.sa_mask);
@@ -50,12 +54,35 @@ void act_as_before(int signal) {
   pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
 }
 
+// Paths that exit_now reads from the signal thread: each written whole before its flag is set.
+struct PathSlot {
+  std::atomic<bool> set{false};
+  char path[4096] = {};
+
+  void store(const char* text) {
+    set = false;
+    if (text == nullptr || std::strlen(text) >= sizeof(path)) return;
+    std::strcpy(path, text);
+    set = true;
+  }
+};
+PathSlot file_in_progress;  // a temporary file being filled: removed on the way out
+PathSlot last_checkpoint;   // where a stopped run resumes from
+
+void say(const char* text) { [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text)); }
+
 [[noreturn]] void exit_now(int signal) {
+  if (file_in_progress.set) ::unlink(file_in_progress.path);
   static constexpr char kInt[] = "ddpscope: stopped at once by a second SIGINT; files already written are whole\n";
   static constexpr char kTerm[] = "ddpscope: stopped at once by a second SIGTERM; files already written are whole\n";
+  static constexpr char kHup[] = "ddpscope: stopped at once by a second SIGHUP; files already written are whole\n";
   if (speaks_for_the_job) {
-    const char* message = signal == SIGINT ? kInt : kTerm;
-    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, message, std::strlen(message));
+    say(signal == SIGINT ? kInt : signal == SIGTERM ? kTerm : kHup);
+    if (last_checkpoint.set) {
+      say("ddpscope: resume with the same options and --ckpt-path ");
+      say(last_checkpoint.path);
+      say("\n");
+    }
   }
   _exit(128 + signal);
 }
@@ -98,8 +125,7 @@ void take_stop_signals() {
     handler.sa_handler = on_stop_signal;
     handler.sa_flags = SA_RESTART;
     sigemptyset(&handler.sa_mask);
-    sigaction(SIGINT, &handler, &before_int);
-    sigaction(SIGTERM, &handler, &before_term);
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &handler, &before(signal));
     std::thread watcher(watch);
     pthread_setname_np(watcher.native_handle(), "ddp-signals");
     watcher.detach();  // lives as long as the process
@@ -109,8 +135,7 @@ void take_stop_signals() {
 
 void restore_signals_for_child() {
   if (!taken.load()) return;
-  sigaction(SIGINT, &before_int, nullptr);
-  sigaction(SIGTERM, &before_term, nullptr);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &before(signal), nullptr);
   pthread_sigmask(SIG_SETMASK, &mask_before, nullptr);
 }
 
@@ -139,9 +164,13 @@ int StopSignals::pending() { return first_received.load(std::memory_order_relaxe
 int StopSignals::count() { return received_count.load(std::memory_order_relaxed); }
 int StopSignals::last() { return last_received.load(std::memory_order_relaxed); }
 
+void set_file_in_progress(const char* path) { file_in_progress.store(path); }
+void set_last_checkpoint(const char* path) { last_checkpoint.store(path); }
+
 std::string signal_name(int signal) {
   if (signal == SIGINT) return "SIGINT";
   if (signal == SIGTERM) return "SIGTERM";
+  if (signal == SIGHUP) return "SIGHUP";
   return "signal " + std::to_string(signal);
 }
 

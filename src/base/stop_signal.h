@@ -1,5 +1,5 @@
 #pragma once
-// SIGINT and SIGTERM, taken by one thread of their own (Lightning's behaviour on a keyboard
+// SIGINT, SIGTERM and SIGHUP, taken by one thread of their own (Lightning's behaviour on a keyboard
 // interrupt, plus a checkpoint): the first asks the Trainer to finish the current optimizer
 // step, write a checkpoint and exit 128 + signal; a second one ends the process at once.
 //
@@ -15,7 +15,7 @@
 
 namespace ddp {
 
-// Blocks SIGINT and SIGTERM in the calling thread and starts the watcher. Call it first in
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and starts the watcher. Call it first in
 // main, before any thread is started. Idempotent; StopSignals calls it as well (threads
 // started before that keep the signals unblocked and end the process by default).
 void take_stop_signals();
@@ -45,7 +45,7 @@ class StopSignals {
   // signal ends it at once with exit_code and says nothing more: under mpirun the first rank
   // to exit makes mpirun send SIGTERM to the others, which must not report a second signal.
   static void end_quietly_with(int exit_code);
-  // The first signal received (SIGINT or SIGTERM), or 0.
+  // The first signal received (SIGINT, SIGTERM or SIGHUP), or 0.
   static int pending();
   // Signals received so far, and the last of them (0 if none).
   static int count();
@@ -60,7 +60,12 @@ struct StopRequested : Error {
   StopRequested(int signal, const std::string& message) : Error(static_cast<ExitCode>(128 + signal), message) {}
 };
 
-// "SIGINT", "SIGTERM", or "signal N".
+// What an exit on a second signal leaves: the temporary file being filled now (nullptr when
+// none) is removed, and the last checkpoint written is named as where to resume.
+void set_file_in_progress(const char* path);
+void set_last_checkpoint(const char* path);
+
+// "SIGINT", "SIGTERM", "SIGHUP", or "signal N".
 std::string signal_name(int signal);
 
 }  // namespace ddp

@@ -27,6 +27,7 @@
 #include "base/spawn.h"
 #include "base/stop_signal.h"
 #include "ddpscope/error.h"
+#include "dist/comm_watchdog.h"
 #include "dist/mpirun_output.h"
 
 namespace ddp {
@@ -187,6 +188,7 @@ int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch) {
   DDP_CHECK_GE(devices, 1);
   DDP_CHECK_GE(threads_per_device, 1);
   DDP_CHECK_GE(argc, 1);
+  comm_timeout_from_env();  // refused here, where its message cannot be lost to a rank's exit
   const char* launched = std::getenv("DDPSCOPE_LAUNCHED");
   if (launched != nullptr && std::string(launched) == "1") {
     throw DistributedError(

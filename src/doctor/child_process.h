@@ -1,6 +1,7 @@
 #pragma once
 // Runs another program (ddpscope itself, for each run of compare and doctor) and waits for
-// it: its stdout and stderr go to files, so a failed run can be reported with its error.
+// it: its stdout and stderr go to files, so a failed run can be reported with its error. A
+// stop signal this process takes while it waits is handed on to the child, once.
 #include <filesystem>
 #include <string>
 #include <vector>

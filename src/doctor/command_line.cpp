@@ -39,7 +39,14 @@ std::string shell_command(const std::vector<std::string>& args) {
     const bool plain = !arg.empty() && arg.find_first_not_of(
                                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                            "0123456789-_.,/:=+") == std::string::npos;
-    out += plain ? arg : "'" + arg + "'";
+    if (plain) {
+      out += arg;
+      continue;
+    }
+    out += '\'';
+    for (const char c : arg)
+      out += c == '\'' ? std::string("'\\''") : std::string(1, c);  // ' ends, \' is one, ' resumes
+    out += '\'';
   }
   return out;
 }

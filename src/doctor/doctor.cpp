@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "base/spawn.h"
+#include "base/stop_signal.h"
 #include "ddpscope/error.h"
 #include "doctor/ablation.h"
 #include "doctor/child_process.h"
@@ -89,7 +90,7 @@ void repeat_baseline(RunRecord& baseline, int repeats, const Config& base, const
                      const std::filesystem::path& dir, std::FILE* out) {
   if (repeats < 2 || !baseline.ok) return;
   baseline.repeat_wall_seconds = {baseline.wall_seconds};
-  for (int i = 2; i <= repeats; ++i) {
+  for (int i = 2; i <= repeats && StopSignals::pending() == 0; ++i) {
     const std::string label = label_for(baseline.devices, fmt::format("repeat={}", i));
     std::fprintf(out, "running %s (%lld epochs)...\n", label.c_str(), static_cast<long long>(base.trainer.max_epochs));
     std::fflush(out);
@@ -109,6 +110,7 @@ void run_plan(const DoctorPlan& plan, const DoctorRequest& request, const std::s
               std::FILE* out) {
   const Config& base = request.config;
   for (const int devices : plan.devices) {
+    if (StopSignals::pending() != 0) return;
     std::fprintf(out, "running %s (%lld epochs)...\n", label_for(devices).c_str(),
                  static_cast<long long>(base.trainer.max_epochs));
     std::fflush(out);
@@ -124,6 +126,7 @@ void run_plan(const DoctorPlan& plan, const DoctorRequest& request, const std::s
   for (const Ablation& ablation : plan.ablations) {
     for (const int devices : plan.ablation_devices) {
       const RunRecord* baseline = result.run_at(devices);
+      if (StopSignals::pending() != 0) return;
       if (baseline == nullptr || (devices == 1 && ablation.multi_device_only)) continue;
       Config changed = base;
       ablation.apply(changed);
@@ -147,7 +150,7 @@ void run_plan(const DoctorPlan& plan, const DoctorRequest& request, const std::s
 // that succeeded; what fails becomes a note.
 void fit(const DoctorRequest& request, const std::string& exe, const WorkloadCounts& counts, DoctorResult& result) {
   const int max_devices = request.devices.back();
-  if (max_devices > 1) {
+  if (max_devices > 1 && StopSignals::pending() == 0) {
     std::string error;
     const auto points = probe(exe, max_devices, counts.parameters * 4, request.dir, &error);
     if (!points.empty())
@@ -214,6 +217,29 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
   return rows;
 }
 
+// A doctor whose runs failed has measured less than it says: its files keep what ran, and it
+// exits non-zero naming the first failure.
+std::vector<const RunRecord*> all_runs(const DoctorResult& result) {
+  std::vector<const RunRecord*> all;
+  for (const RunRecord& r : result.runs) all.push_back(&r);
+  for (const AblationResult& a : result.ablations) all.push_back(&a.run);
+  return all;
+}
+
+std::size_t count_runs(const DoctorResult& result, bool failed) {
+  const std::vector<const RunRecord*> all = all_runs(result);
+  return std::count_if(all.begin(), all.end(), [&](const RunRecord* r) { return r->ok != failed; });
+}
+
+void throw_if_runs_failed(const DoctorResult& result, const std::filesystem::path& json_path) {
+  const std::vector<const RunRecord*> all = all_runs(result);
+  const auto first = std::find_if(all.begin(), all.end(), [](const RunRecord* r) { return !r->ok; });
+  if (first == all.end()) return;
+  throw Error(ExitCode::kOther,
+              fmt::format("{} of {} runs failed (the first, {}: {}); {} keeps what the others measured",
+                          count_runs(result, true), all.size(), (*first)->label, (*first)->error, json_path.string()));
+}
+
 }  // namespace
 
 DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
@@ -230,6 +256,10 @@ DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
   result.command = request.command;
 
   run_plan(plan_doctor(request), request, exe, result, out);
+  if (const int signal = StopSignals::pending()) {
+    result.notes.push_back(fmt::format("Stopped by {}: the runs after it were not started; what is here is what ran.",
+                                       signal_name(signal)));
+  }
   const WorkloadConfig workload = workload_for(request.config, request.devices.back());
   fit(request, exe, count_workload(workload), result);
   if (result.model) {
@@ -242,6 +272,9 @@ DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
 }
 
 nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out) {
+  // A first Ctrl-C stops the run in progress (it is handed on) and starts no other; a second
+  // ends the doctor at once.
+  const StopSignals signals;
   const DoctorResult result = diagnose(request, out);
   const nlohmann::ordered_json doc = to_json(result);
   const std::filesystem::path json_path = request.dir / (request.ablations ? "doctor.json" : "compare.json");
@@ -249,6 +282,12 @@ nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out) 
   write_file_atomically(request.dir / "report.html", render_report_html(doc));
   print(result, out);
   std::fprintf(out, "\nWrote %s and %s\n", json_path.c_str(), (request.dir / "report.html").c_str());
+  if (const int signal = StopSignals::pending()) {
+    throw StopRequested(signal,
+                        fmt::format("stopped by {}; {} and report.html keep what ran before it ({} finished runs)",
+                                    signal_name(signal), json_path.string(), count_runs(result, false)));
+  }
+  throw_if_runs_failed(result, json_path);
   return doc;
 }
 

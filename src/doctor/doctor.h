@@ -33,7 +33,7 @@ struct DoctorRequest {
 DoctorResult diagnose(const DoctorRequest& request, std::FILE* out);
 
 // diagnose, then writes its files and prints its results to out. Returns the doctor.json
-// (compare.json without ablations) object it wrote.
+// (compare.json without ablations) object it wrote; an Error (exit 1) when any run failed.
 nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out);
 
 }  // namespace ddp

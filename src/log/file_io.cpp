@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/stop_signal.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -34,6 +35,10 @@ bool write_all(int fd, std::string_view content) {
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
   const std::filesystem::path temp = path.string() + ".tmp";
+  set_file_in_progress(temp.c_str());  // a second Ctrl-C's exit removes it
+  struct Done {
+    ~Done() { set_file_in_progress(nullptr); }
+  } done;
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(temp, "create");
   if (!write_all(fd, content) || ::fsync(fd) != 0) {

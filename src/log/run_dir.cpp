@@ -2,8 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <set>
 #include <system_error>
 
 #include "ddpscope/error.h"
@@ -38,6 +46,34 @@ bool create_exclusively(const fs::path& dir) {
   return created;
 }
 
+// Whether this process now holds dir's lock, which it keeps until it exits (the kernel
+// releases a flock however the process ends): a second run that names the same folder is
+// refused while the first writes it. The lock file stays beside the folder, which --overwrite
+// removes.
+bool lock_run_dir(const fs::path& dir) {
+  static std::mutex mutex;
+  static std::set<std::string> held;  // flock conflicts between two descriptors of one process too
+  const std::lock_guard<std::mutex> guard(mutex);
+  const fs::path lock = dir.parent_path() / fmt::format(".{}.lock", dir.filename().string());
+  if (held.count(lock.string()) > 0) return true;
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw UsageError(fmt::format("--default-root-dir: cannot create '{}': {}", lock.string(), std::strerror(errno)));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return false;
+  }
+  held.insert(lock.string());  // its descriptor stays open on purpose
+  return true;
+}
+
+[[noreturn]] void refuse_busy(const fs::path& dir) {
+  throw UsageError(
+      fmt::format("--version: '{}' is being written by another run that is still going; wait for it to end or choose "
+                  "another --version",
+                  dir.string()));
+}
+
 }  // namespace
 
 fs::path make_run_dir(const std::string& root, const std::string& name, const std::string& version, bool overwrite) {
@@ -53,10 +89,11 @@ fs::path make_run_dir(const std::string& root, const std::string& name, const st
     // creation fails and the next number is tried.
     for (int64_t n = next_version(parent);; ++n) {
       dir = parent / fmt::format("version_{}", n);
-      if (create_exclusively(dir)) break;
+      if (create_exclusively(dir) && lock_run_dir(dir)) break;
     }
   } else {
     dir = parent / (all_digits(version) ? "version_" + version : version);
+    if (!lock_run_dir(dir)) refuse_busy(dir);
     if (!create_exclusively(dir)) {
       if (!overwrite) {
         throw UsageError(

@@ -20,6 +20,7 @@ Loss RegressionModel::validation_step(const Batch& batch, int64_t /*batch_idx*/)
 }
 
 void RegressionDataModule::setup() {
+  if (dataset_) return;
   DatasetSpec spec;
   spec.kind = options_.data;
   spec.size = options_.dataset_size;
@@ -27,6 +28,12 @@ void RegressionDataModule::setup() {
   spec.output_dim = model_.output_dim;
   spec.seed = options_.seed;
   dataset_ = make_dataset(spec);
+}
+
+std::optional<int64_t> RegressionDataModule::file_rows() {
+  if (!options_.data.starts_with("csv:")) return std::nullopt;
+  setup();
+  return dataset_->size();
 }
 
 // As the seed: the training loader shuffles; validation reads the same dataset in order.

@@ -2,6 +2,7 @@
 // The seed's model and data module driven by options: what `ddpscope train` runs. The
 // steps are the seed's (forward, MSE, log), with matching output and target shapes.
 #include <memory>
+#include <optional>
 
 #include "ddpscope/config.h"
 #include "ddpscope/module.h"
@@ -22,7 +23,10 @@ class RegressionModel : public LightningModule {
 class RegressionDataModule : public LightningDataModule {
  public:
   explicit RegressionDataModule(const Config& config) : options_(config.data), model_(config.model) {}
-  void setup() override;
+  void setup() override;  // once: a second call keeps what the first loaded
+  // --data csv:PATH: the file's rows, whatever --dataset-size says (loads it: a DataError names
+  // what is wrong). nullopt for generated data, whose size is --dataset-size.
+  std::optional<int64_t> file_rows();
   DataLoaderSpec train_dataloader() override;
   DataLoaderSpec val_dataloader() override;
 

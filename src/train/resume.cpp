@@ -2,13 +2,16 @@
 
 #include <cstdio>
 
+#include "dist/root_outcome.h"
 #include "train/checkpoint.h"
 
 namespace ddp {
 
 StartPoint restore_start(const TrainerOptions& options, Communicator& comm, Mlp& network, Optimizer& optimizer,
                          OptimizerKind kind) {
-  if (!options.init_from.empty() && comm.rank() == 0) load_parameters(options.init_from, network);
+  if (!options.init_from.empty()) {
+    run_on_root_fail_everywhere(comm, 0, [&] { load_parameters(options.init_from, network); });
+  }
   if (options.ckpt_path.empty()) return {};
   const LoadedCheckpoint checkpoint = read_checkpoint(options.ckpt_path);
   restore_checkpoint(checkpoint, network, optimizer, kind);

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <exception>
 
+#include "base/stop_signal.h"
 #include "ddpscope/error.h"
+#include "dist/root_outcome.h"
 #include "log/csv_logger.h"
 #include "log/file_io.h"
 #include "log/jsonl_logger.h"
@@ -36,20 +38,9 @@ RunOutputs::RunOutputs(const TrainerOptions& options, Hparams hparams, Communica
 RunOutputs::~RunOutputs() = default;
 
 void RunOutputs::make_folder() {
-  std::string error;
-  if (comm_.rank() == 0) {
-    try {
-      log_dir_ = make_run_dir(options_.default_root_dir, options_.name, options_.version, options_.overwrite);
-    } catch (const UsageError& e) {
-      error = e.what();
-    }
-  }
-  if (comm_.size() > 1) {
-    std::vector<double> failed = {error.empty() ? 0.0 : 1.0};
-    comm_.allreduce_sum(std::span<double>(failed));
-    if (failed[0] > 0 && error.empty()) error = "rank zero could not make the run folder";  // printed by rank zero
-  }
-  if (!error.empty()) throw UsageError(error);
+  run_on_root_fail_everywhere(comm_, 0, [&] {
+    log_dir_ = make_run_dir(options_.default_root_dir, options_.name, options_.version, options_.overwrite);
+  });
 }
 
 void RunOutputs::start_logging() {
@@ -97,6 +88,7 @@ void RunOutputs::save_checkpoints(const Mlp& network, Optimizer& optimizer, Opti
                     optimizer, kind, at, hparams_);
   }
   save_checkpoint(last_checkpoint(), network, optimizer, kind, at, hparams_);
+  set_last_checkpoint(last_checkpoint().c_str());  // named by an exit on a second signal
 }
 
 void RunOutputs::finish(const Mlp& network, RunSummary& stats, const std::vector<PhaseCalls>& phase_calls) {

@@ -11,9 +11,15 @@ namespace ddp {
 int agreed_stop_signal(Communicator& comm) {
   const int signal = StopSignals::pending();
   if (comm.size() == 1) return signal;
-  std::vector<double> seen = {signal == SIGINT ? 1.0 : 0.0, signal == SIGTERM ? 1.0 : 0.0};
+  // Each signal's count over the ranks; the first of these that any rank saw is the job's.
+  constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  std::vector<double> seen;
+  for (const int s : kSignals) seen.push_back(signal == s ? 1.0 : 0.0);
   comm.allreduce_sum(std::span<double>(seen));
-  return seen[0] > 0 ? SIGINT : seen[1] > 0 ? SIGTERM : 0;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    if (seen[i] > 0) return kSignals[i];
+  }
+  return 0;
 }
 
 }  // namespace ddp

@@ -290,11 +290,24 @@ int64_t Trainer::Run::skip_trained(std::vector<int64_t>& order, const EpochPlan&
 }
 
 void Trainer::Run::throw_nonfinite_loss(double loss, int64_t batch, int64_t step) const {
+  throw_diverged(
+      fmt::format("training loss is {} at epoch {}, batch {}, optimizer step {}", loss, epoch(), batch, step));
+}
+
+void Trainer::Run::throw_diverged(const std::string& what) const {
   // Adam's normalised steps are the usual cure for SGD's divergence; a run on Adam already has them.
   const char* cure = optimizer_config_.kind == OptimizerKind::kSgd ? ", or use --optimizer adam" : "";
-  throw Error(ExitCode::kOther, fmt::format("training loss is {} at epoch {}, batch {}, optimizer step {}; stopping. "
-                                            "Lower --lr or check the data for extreme values{}",
-                                            loss, epoch(), batch, step, cure));
+  throw Error(ExitCode::kOther,
+              fmt::format("{}; stopping. Lower --lr or check the data for extreme values{}", what, cure));
+}
+
+// The last update can overflow the parameters after a finite loss: no final checkpoint of inf.
+void Trainer::Run::check_final_parameters(const Mlp& net) const {
+  const std::span<const float> params = net.params();
+  const auto bad = std::find_if(params.begin(), params.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == params.end()) return;
+  throw_diverged(fmt::format("parameter {} of {} is {} after optimizer step {}", bad - params.begin(), params.size(),
+                             *bad, global_step()));
 }
 
 void Trainer::Run::log_training_metrics() {
@@ -331,6 +344,12 @@ void Trainer::Run::validate(LightningModule& module) {
   }
   clock_.enter(Phase::kLogging);
   outputs_.log_metrics(epoch_means, epoch(), std::max<int64_t>(global_step() - 1, 0));
+  // An update can diverge after the last finite training loss: the logged row stays, the run fails.
+  if (stats_.final_val_loss && !std::isfinite(*stats_.final_val_loss)) {
+    outputs_.flush();
+    throw_diverged(fmt::format("validation loss is {} after epoch {}, optimizer step {}", *stats_.final_val_loss,
+                               epoch(), global_step()));
+  }
 }
 
 Metrics Trainer::Run::global_mean(const Metrics& local) {
@@ -410,6 +429,7 @@ void Trainer::Run::finish(LightningModule& module) {
   if (options_.profiler == Profiler::kTrace) write_trace();
   // The model-FLOP share's denominator: this GPU's measured GEMM peak (else, in finish, the core's).
   if (gpu_ && comm_.rank() == 0) stats_.gemm_peak_flops_per_second = gpu_->gemm_peak_flops();
+  check_final_parameters(module.network());
   outputs_.finish(module.network(), stats_, phase_calls);
 }
 

@@ -58,6 +58,8 @@ class Trainer::Run {
   void validate(LightningModule& module);
   int64_t skip_trained(std::vector<int64_t>& order, const EpochPlan& plan);
   [[noreturn]] void throw_nonfinite_loss(double loss, int64_t batch, int64_t step) const;
+  [[noreturn]] void throw_diverged(const std::string& what) const;
+  void check_final_parameters(const Mlp& net) const;
   // The same on a GPU (trainer_gpu.cpp); validate_on_gpu fills val_metrics_ as validation_step's
   // logging does on CPU.
   void start_gpu(LightningModule& module);

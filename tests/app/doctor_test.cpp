@@ -161,11 +161,13 @@ TEST(Doctor, RepeatsOutOfRangeAreRefused) {
   }
 }
 
-TEST(Doctor, AFailedRunIsReportedAndTheReportIsStillWritten) {
+TEST(Doctor, AFailedRunIsReportedTheReportIsStillWrittenAndTheExitCodeSaysSo) {
   // Without mpirun on PATH the 2-device runs fail; the 1-device ones still make a report.
   const auto dir = fresh_dir("doctor_fail");
   const auto r = run_command("PATH=/nonexistent " + kBinary + " compare --devices 1,2" + kTiny, dir);
-  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("1 of 2 runs failed (the first, devices=2: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("compare.json keeps what the others measured"), std::string::npos) << r.err;
   const auto doc = read_json(dir / "ddpscope_logs/version_0/compare.json");
   ASSERT_EQ(doc["runs"].size(), 2u);
   EXPECT_TRUE(doc["runs"][0]["ok"].get<bool>());
@@ -203,7 +205,7 @@ TEST(Doctor, MpirunArgsReachEveryMpirunItStarts) {
 
   const auto bogus =
       run_command(kBinary + " compare --devices 1,2 --version bogus --mpirun-args --no-such-option" + kTiny, dir);
-  ASSERT_EQ(bogus.exit_code, 0) << bogus.err;
+  ASSERT_EQ(bogus.exit_code, 1) << bogus.err;
   const auto failed = read_json(dir / "ddpscope_logs/bogus/compare.json")["runs"][1];
   EXPECT_FALSE(failed["ok"].get<bool>());
   EXPECT_NE(failed["error"].get<std::string>().find("no-such-option"), std::string::npos) << failed.dump();

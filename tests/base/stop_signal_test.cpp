@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -92,6 +94,27 @@ TEST_F(StopSignalDeathTest, AfterTheStopIsSaidEvenAFirstSignalEndsTheProcess) {
         _exit(2);
       },
       ::testing::ExitedWithCode(128 + SIGTERM), SaysNothingOfItsOwn());
+}
+
+// A second signal while a file is being written (a checkpoint of tens of MB): the half-written
+// temporary file is removed on the way out, and the last whole checkpoint is named.
+TEST_F(StopSignalDeathTest, ASecondSignalRemovesTheFileBeingWrittenAndNamesTheLastCheckpoint) {
+  const std::string temp = ::testing::TempDir() + "ddp_stop_in_progress.safetensors.tmp";
+  EXPECT_EXIT(
+      {
+        take_stop_signals();
+        StopSignals::hold_until_exit();
+        set_last_checkpoint("/runs/version_0/checkpoints/last.safetensors");
+        if (std::FILE* f = std::fopen(temp.c_str(), "w")) std::fclose(f);
+        set_file_in_progress(temp.c_str());
+        send(SIGHUP);
+        send(SIGHUP);
+        _exit(2);
+      },
+      ::testing::ExitedWithCode(128 + SIGHUP),
+      "stopped at once by a second SIGHUP.*\n.*resume with the same options and --ckpt-path "
+      "/runs/version_0/checkpoints/last.safetensors");
+  EXPECT_FALSE(std::filesystem::exists(temp));
 }
 
 }  // namespace

@@ -12,26 +12,10 @@
 
 #include "base/excerpt.h"
 #include "ddpscope/error.h"
+#include "io/read_file.h"
 
 namespace ddp {
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw DataError(path + ": is a directory, expected a CSV file (--data csv:PATH)");
-  }
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw DataError(path + ": cannot open: " + std::strerror(errno));
-  std::string text;
-  char chunk[1 << 16];
-  size_t got = 0;
-  while ((got = std::fread(chunk, 1, sizeof chunk, file)) > 0) text.append(chunk, got);
-  const bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) throw DataError(path + ": cannot read: " + std::strerror(errno));
-  return text;
-}
 
 std::string_view trim(std::string_view s) {
   const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
@@ -64,11 +48,11 @@ std::from_chars_result parse_double(std::string_view cell, double& value) {
 }
 
 // Whether a cell of the first line reads as data: a number of any size, NaN and Inf included
-// (so that they are reported as such, not taken for a header), or empty.
+// (so that they are reported as such, not taken for a header).
 bool number_like(std::string_view cell) {
   double ignored = 0;
   const std::errc ec = parse_double(cell, ignored).ec;
-  return cell.empty() || ec == std::errc() || ec == std::errc::result_out_of_range;
+  return !cell.empty() && (ec == std::errc() || ec == std::errc::result_out_of_range);
 }
 
 // Parses a finite float; on failure returns why (the cell quoted), else an empty string.
@@ -96,7 +80,7 @@ std::string parse_float(std::string_view cell, float& value) {
 
 CsvDataset::CsvDataset(const std::string& path, int64_t input_dim, int64_t output_dim)
     : input_dim_(input_dim), output_dim_(output_dim) {
-  const std::string text = read_file(path);
+  const std::string text = read_input_file(path, "a CSV file (--data csv:PATH)");
   const int64_t expected = input_dim + output_dim;
   const auto fail = [&](int64_t line, int64_t column, const std::string& why) {
     throw DataError(path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + why);
@@ -125,7 +109,8 @@ CsvDataset::CsvDataset(const std::string& path, int64_t input_dim, int64_t outpu
                  std::to_string(output_dim) + " expect " + std::to_string(expected) +
                  " (the inputs, then the targets)");
       }
-      if (!std::all_of(cells.begin(), cells.end(), number_like)) {
+      // A header names columns: a line with any number in it is data ("0x1,2,3" is refused, not skipped).
+      if (std::none_of(cells.begin(), cells.end(), number_like)) {
         header_line = line_no;
         continue;
       }

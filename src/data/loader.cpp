@@ -10,6 +10,7 @@
 #include <exception>
 #include <utility>
 
+#include "base/ceil_div.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -91,7 +92,7 @@ void Loader::abandon_epoch_locked() {
 
 void Loader::start_epoch(int64_t epoch, std::vector<int64_t> indices, int64_t max_batches) {
   const int64_t size = static_cast<int64_t>(indices.size());
-  int64_t batches = (size + batch_size_ - 1) / batch_size_;
+  int64_t batches = ceil_div(size, batch_size_);
   if (max_batches >= 0) batches = std::min(batches, max_batches);
   num_batches_ = batches;
   next_batch_ = 0;

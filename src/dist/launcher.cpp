@@ -1,5 +1,6 @@
 #include "dist/launcher.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fcntl.h>
@@ -11,23 +12,27 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/excerpt.h"
 #include "base/process_tree.h"
 #include "base/spawn.h"
 #include "base/stop_signal.h"
 #include "ddpscope/error.h"
 #include "dist/comm_watchdog.h"
+#include "dist/gather.h"
 #include "dist/mpirun_output.h"
 
 namespace ddp {
@@ -178,6 +183,12 @@ int supervise(const std::vector<std::string>& args, SpawnOptions spawn, const st
                  signal_description(WTERMSIG(status)).c_str(), hidden.c_str());
     return static_cast<int>(ExitCode::kDistributed);
   }
+  // mpirun refused to start the job (its arguments, its slots): say why, in Open MPI's words.
+  if (WEXITSTATUS(status) != 0 && !ranks_seen && !output.ranks_spoke()) {
+    const std::string why = output.first_hidden_paragraph().empty() ? "" : ": " + output.first_hidden_paragraph();
+    std::fprintf(stderr, "ddpscope: error: mpirun exited with code %d before starting the ranks%s%s\n",
+                 WEXITSTATUS(status), why.c_str(), hidden.c_str());
+  }
   return WEXITSTATUS(status);
 }
 
@@ -281,18 +292,45 @@ void check_world(Communicator& comm, int devices_requested, int num_nodes) {
   }
 }
 
-void check_same_config(Communicator& comm, uint64_t config_hash) {
-  const std::vector<uint64_t> hashes = comm.allgather(config_hash);
-  std::string differing;
+void check_same_config(Communicator& comm, const ResolvedOptions& options) {
+  // FNV-1a over the options: one 64-bit value a rank compares, the whole text only on a mismatch.
+  std::string text;
+  for (const auto& [name, value] : options) text += name + '\0' + value + '\0';
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const unsigned char ch : text) hash = (hash ^ ch) * 0x100000001b3ull;
+  const std::vector<uint64_t> hashes = comm.allgather(hash);
+  std::vector<int> differing;
   for (std::size_t r = 1; r < hashes.size(); ++r) {
-    if (hashes[r] != hashes[0]) differing += (differing.empty() ? "" : ", ") + std::to_string(r);
+    if (hashes[r] != hashes[0]) differing.push_back(static_cast<int>(r));
   }
-  if (!differing.empty()) {
-    throw UsageError(fmt::format(
-        "the ranks were started with different configurations: rank(s) {} differ from rank 0 (configuration hash "
-        "{:016x}); start every rank with the same options",
-        differing, hashes[0]));
+  if (differing.empty()) return;
+  const std::vector<std::vector<std::byte>> all = gather_at_every_rank(comm, std::as_bytes(std::span(text)));
+  const auto options_of = [&](int rank) {
+    std::map<std::string, std::string> out;
+    const std::string rank_text(reinterpret_cast<const char*>(all[rank].data()), all[rank].size());
+    for (std::size_t at = 0; at < rank_text.size();) {
+      const std::size_t name_end = rank_text.find('\0', at), value_end = rank_text.find('\0', name_end + 1);
+      out[rank_text.substr(at, name_end - at)] = rank_text.substr(name_end + 1, value_end - name_end - 1);
+      at = value_end + 1;
+    }
+    return out;
+  };
+  const std::map<std::string, std::string> zero = options_of(0), other = options_of(differing[0]);
+  std::string difference = "options in another order";
+  for (const auto& [name, value] : zero) {
+    const auto theirs = other.find(name);
+    if (theirs == other.end() || theirs->second != value) {
+      std::string option = name;
+      std::replace(option.begin(), option.end(), '_', '-');
+      difference = fmt::format("--{} {} where rank 0 has --{} {}", option,
+                               theirs == other.end() ? "(not given)" : excerpt(theirs->second), option, excerpt(value));
+      break;
+    }
   }
+  throw UsageError(fmt::format(
+      "the ranks were started with different options: rank {} has {} (rank(s) {} differ from rank 0); start every "
+      "rank with the same options",
+      differing[0], difference, fmt::join(differing, ", ")));
 }
 
 }  // namespace ddp

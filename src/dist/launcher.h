@@ -4,6 +4,9 @@
 // it is given, after checking that it is the one the options ask for.
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "ddpscope/communicator.h"
 
@@ -40,8 +43,11 @@ std::chrono::steady_clock::time_point job_start_time();
 // Throws UsageError (on every rank alike) when the world differs from what was asked.
 void check_world(Communicator& comm, int devices_requested, int num_nodes);
 
-// Collective. Throws UsageError (on every rank alike) naming the ranks whose resolved
-// configuration hash differs from rank 0's.
-void check_same_config(Communicator& comm, uint64_t config_hash);
+// Every option as its name and value, e.g. {"batch_size", "256"}.
+using ResolvedOptions = std::vector<std::pair<std::string, std::string>>;
+
+// Collective. Throws UsageError (on every rank alike) naming the ranks whose options differ
+// from rank 0's, and the first option in which the first of them differs.
+void check_same_config(Communicator& comm, const ResolvedOptions& options);
 
 }  // namespace ddp

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <regex>
 
@@ -53,13 +54,36 @@ bool MpirunOutput::is_open_mpi_line(const std::string& text) {
   return in_help_block_ || std::regex_search(text, kBare);
 }
 
+// The first paragraph of what was hidden: the reason when mpirun fails before any rank runs
+// ("There are not enough slots available ...").
+void MpirunOutput::keep_first_paragraph(const std::string& text) {
+  static const std::regex kDashes(R"(^-{20,}\s*$)");
+  // A blank line reaches line() joined to the next one ("\nThere are ..."): split it here.
+  std::size_t at = 0;
+  while (at < text.size() && !first_paragraph_done_) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string piece = text.substr(at, end - at);
+    at = end + 1;
+    const std::size_t first = piece.find_first_not_of(" \t\r");
+    if (first == std::string::npos) {  // a blank line ends the paragraph it follows
+      first_paragraph_done_ = !first_hidden_paragraph_.empty();
+      continue;
+    }
+    if (std::regex_search(piece, kDashes)) continue;
+    if (!first_hidden_paragraph_.empty()) first_hidden_paragraph_ += ' ';
+    first_hidden_paragraph_ += piece.substr(first, piece.find_last_not_of(" \t\r") + 1 - first);
+  }
+}
+
 void MpirunOutput::line(const std::string& text) {
   if (!rank_failure_) rank_failure_ = rank_failure_in(text);
   // A rank's own message is passed even when it arrives inside one of mpirun's help blocks
   // (the ranks' output reaches mpirun on its own path, interleaved with what it prints).
   const bool ours = text.starts_with("ddpscope: ");
+  ranks_spoke_ = ranks_spoke_ || ours;
   if (!ours && is_open_mpi_line(text) && !show_open_mpi_) {
     ++hidden_lines_;
+    keep_first_paragraph(text);
     return;
   }
   std::fwrite(text.data(), 1, text.size(), stderr);

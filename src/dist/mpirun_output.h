@@ -25,16 +25,23 @@ class MpirunOutput {
 
   const std::optional<std::string>& rank_failure() const { return rank_failure_; }
   std::size_t hidden_lines() const { return hidden_lines_; }
+  // The first paragraph of Open MPI's hidden lines, joined into one line ("" when none).
+  const std::string& first_hidden_paragraph() const { return first_hidden_paragraph_; }
+  bool ranks_spoke() const { return ranks_spoke_; }  // a line of ddpscope's came through
 
  private:
   void line(const std::string& text);
   bool is_open_mpi_line(const std::string& text);
+  void keep_first_paragraph(const std::string& text);
 
   bool show_open_mpi_;
   bool in_help_block_ = false;
   std::string pending_;
   std::optional<std::string> rank_failure_;
   std::size_t hidden_lines_ = 0;
+  std::string first_hidden_paragraph_;
+  bool first_paragraph_done_ = false;
+  bool ranks_spoke_ = false;
 };
 
 }  // namespace ddp

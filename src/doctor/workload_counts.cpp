@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/ceil_div.h"
 #include "ddpscope/config.h"
 #include "ddpscope/error.h"
 #include "ddpscope/layer_layout.h"
@@ -13,8 +14,6 @@
 
 namespace ddp {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 void require_positive(int64_t value, const char* name) {
   if (value < 1) throw UsageError(fmt::format("{}: '{}' is not accepted; expected an integer >= 1", name, value));

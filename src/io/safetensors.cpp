@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/excerpt.h"
+#include "io/read_file.h"
 #include "log/file_io.h"
 
 namespace ddp {
@@ -67,8 +69,8 @@ std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("
 // Text from a file, cut short: a hostile header must not make a megabyte-long message.
 std::string brief(std::string text) {
   constexpr std::size_t kMax = 80;
-  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
-  return text;
+  if (text.size() > kMax) return printable(text.substr(0, kMax)) + "...";
+  return printable(text);
 }
 
 // A parsed header entry, before its bytes are copied.
@@ -315,23 +317,8 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, std::string_
 }
 
 SafetensorsFile read_safetensors(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw DataError(name + ": is a directory, expected a safetensors file");
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw DataError(name + ": cannot open: " + std::strerror(errno));
-  // Read in chunks rather than trusting the size taken beforehand (the file may change).
-  std::vector<std::byte> bytes;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec) bytes.reserve(size);
-  std::array<std::byte, 1 << 16> chunk;
-  std::size_t got = 0;
-  while ((got = std::fread(chunk.data(), 1, chunk.size(), file)) > 0)
-    bytes.insert(bytes.end(), chunk.data(), chunk.data() + got);
-  const bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) throw DataError(name + ": cannot read: " + std::strerror(errno));
-  return parse_safetensors(bytes, name);
+  const std::string bytes = read_input_file(path.string(), "a safetensors file");
+  return parse_safetensors(std::as_bytes(std::span(bytes)), path.string());
 }
 
 }  // namespace ddp

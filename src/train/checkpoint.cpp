@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "base/excerpt.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -31,7 +32,7 @@ std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("
 // Names from a file, cut short: a hostile file must not make a megabyte-long message.
 std::string brief(std::string_view text) {
   constexpr std::size_t kMax = 80;
-  return text.size() > kMax ? std::string(text.substr(0, kMax)) + "..." : std::string(text);
+  return text.size() > kMax ? printable(text.substr(0, kMax)) + "..." : printable(text);
 }
 
 // One layer tensor and where it lives in a flat buffer of the parameters' layout.
@@ -152,6 +153,13 @@ void check_finite(const std::string& what, const std::vector<Slot>& slots, const
                         "file is damaged: use an earlier checkpoint",
                         what, slots[i].name, value, j));
       }
+      // A mean of squares: a negative one makes Adam's step the square root of a negative number.
+      if (value < 0 && slots[i].name.find("exp_avg_sq") != std::string::npos) {
+        throw DataError(
+            fmt::format("{}: tensor '{}' holds {} at element {}; Adam's second moment is a mean of "
+                        "squares, never negative: the file is damaged, use an earlier checkpoint",
+                        what, slots[i].name, value, j));
+      }
     }
   }
 }
@@ -188,9 +196,12 @@ bool mentions(const std::vector<std::string>& problems, std::string_view text) {
   throw DataError(fmt::format("{}: not a valid ddpscope checkpoint: {}", file.string(), reason));
 }
 
+// Positions and counts up to 2^53: exact as JSON numbers, and far from wrapping as training adds to them.
+constexpr int64_t kMaxPosition = int64_t{1} << 53;
+
 template <class T>
 T position_field(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata, const char* key,
-                 T minimum) {
+                 T minimum, T maximum = std::numeric_limits<T>::max()) {
   const auto it = metadata.find(key);
   if (it == metadata.end()) invalid_checkpoint(file, fmt::format("its metadata has no \"{}\"", key));
   const std::string& text = it->second;
@@ -199,6 +210,10 @@ T position_field(const std::filesystem::path& file, const std::map<std::string, 
   if (error != std::errc() || end != text.data() + text.size() || text.empty() || value < minimum) {
     invalid_checkpoint(file,
                        fmt::format("metadata \"{}\" is \"{}\", expected an integer >= {}", key, brief(text), minimum));
+  }
+  if (value > maximum) {
+    invalid_checkpoint(file, fmt::format("metadata \"{}\" is \"{}\", expected an integer >= {} and at most {}", key,
+                                         brief(text), minimum, maximum));
   }
   return value;
 }
@@ -263,9 +278,9 @@ LoadedCheckpoint read_checkpoint(const std::filesystem::path& file) {
   if (metadata.find("optimizer") == metadata.end()) invalid_checkpoint(file, "its metadata has no \"optimizer\"");
 
   TrainingPosition& position = checkpoint.position;
-  position.epoch = position_field<int64_t>(file, metadata, "epoch", 0);
-  position.next_batch = position_field<int64_t>(file, metadata, "next_batch", 0);
-  position.global_step = position_field<int64_t>(file, metadata, "global_step", 0);
+  position.epoch = position_field<int64_t>(file, metadata, "epoch", 0, kMaxPosition);
+  position.next_batch = position_field<int64_t>(file, metadata, "next_batch", 0, kMaxPosition);
+  position.global_step = position_field<int64_t>(file, metadata, "global_step", 0, kMaxPosition);
   position.world_size = position_field<int>(file, metadata, "world_size", 1);
   position.seed = position_field<uint64_t>(file, metadata, "seed", 0);
   return checkpoint;

@@ -1,12 +1,14 @@
 // The YAML config reader, option resolution and cross-option validation.
 #include <fmt/format.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <map>
 
 #include "ddpscope/error.h"
+#include "io/read_file.h"
 #include "train/accelerator_check.h"
 #include "train/memory_check.h"
 #include "train/options.h"
@@ -32,9 +34,15 @@ std::string scalar_text(const YAML::Node& node, const std::string& key, const st
                                node.Mark().line + 1));
 }
 
-bool is_known_option(const std::string& key) {
+// A key as the command line spells its option: batch_size and batch-size are --batch-size.
+std::string option_name(const std::string& key) {
   std::string name = key;
   std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+bool is_known_option(const std::string& key) {
+  const std::string name = option_name(key);
   if (name == "preset") return true;
   for (const OptionSpec& spec : option_specs()) {
     if (spec.name == name || (!spec.negation.empty() && spec.negation == name)) return true;
@@ -49,31 +57,51 @@ std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::st
   if (std::filesystem::is_directory(path, ignored)) {
     throw UsageError(fmt::format("--config: '{}' is a folder; expected a YAML file", path));
   }
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("--config: cannot read '{}': no such file or not readable", path));
-  YAML::Node root;
+  if (::access(path.c_str(), R_OK) != 0) {
+    throw UsageError(fmt::format("--config: cannot read '{}': no such file or not readable", path));
+  }
+  std::string text;
   try {
-    root = YAML::Load(in);
+    text = read_input_file(path, "a YAML file");  // a FIFO, a device, an unreadable /proc file
+  } catch (const DataError& e) {
+    throw UsageError(fmt::format("--config: {}", e.what()));
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     throw UsageError(
         fmt::format("--config {}: line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  if (documents.size() > 1) {
+    throw UsageError(
+        fmt::format("--config {}: holds {} YAML documents (separated by ---); expected one mapping of "
+                    "option names to values",
+                    path, documents.size()));
+  }
   std::vector<std::pair<std::string, std::string>> options;
-  if (root.IsNull()) return options;  // an empty file sets nothing
+  if (documents.empty() || documents[0].IsNull()) return options;  // an empty file sets nothing
+  const YAML::Node& root = documents[0];
   if (!root.IsMap()) {
     throw UsageError(
         fmt::format("--config {}: expected a mapping of option names to values, e.g. 'batch_size: 256'", path));
   }
+  std::map<std::string, int> first_line;  // by option name: batch-size and batch_size are one option
   for (const auto& entry : root) {
+    const int line = entry.first.Mark().line + 1;
     if (!entry.first.IsScalar()) {
-      throw UsageError(fmt::format("--config {}: line {}: keys must be option names, e.g. batch_size", path,
-                                   entry.first.Mark().line + 1));
+      throw UsageError(fmt::format("--config {}: line {}: keys must be option names, e.g. batch_size", path, line));
     }
     const std::string key = entry.first.Scalar();
     if (!is_known_option(key)) {
       throw UsageError(fmt::format(
           "--config {}: unknown key '{}' (line {}); keys are the option names without dashes, e.g. batch_size", path,
-          key, entry.first.Mark().line + 1));
+          key, line));
+    }
+    const auto [seen, first] = first_line.emplace(option_name(key), line);
+    if (!first) {
+      throw UsageError(fmt::format("--config {}: key '{}' (line {}) sets '{}' again (line {}); give each option once",
+                                   path, key, line, seen->first, seen->second));
     }
     options.emplace_back(key, scalar_text(entry.second, key, path));
   }
@@ -127,11 +155,12 @@ void validate_config(const Config& c) {
   }
   // One folder each inside the root: '.' or '..' would put the run's files beside or above it.
   const auto is_dots = [](const std::string& folder) { return folder == "." || folder == ".."; };
-  if (t.name.empty() || t.name.find('/') != std::string::npos || is_dots(t.name)) {
-    reject_value("name", t.name, "a non-empty folder name without '/', other than '.' and '..'");
+  constexpr std::size_t kLongestName = 255;  // bytes of one folder name on Linux's file systems
+  if (t.name.empty() || t.name.find('/') != std::string::npos || is_dots(t.name) || t.name.size() > kLongestName) {
+    reject_value("name", t.name, "a non-empty folder name of at most 255 bytes without '/', other than '.' and '..'");
   }
-  if (t.version.find('/') != std::string::npos || is_dots(t.version)) {
-    reject_value("version", t.version, "a folder name without '/', other than '.' and '..'");
+  if (t.version.find('/') != std::string::npos || is_dots(t.version) || t.version.size() > kLongestName) {
+    reject_value("version", t.version, "a folder name of at most 255 bytes without '/', other than '.' and '..'");
   }
   if (!t.ckpt_path.empty() && !t.init_from.empty()) {
     throw UsageError(

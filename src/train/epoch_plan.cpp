@@ -1,16 +1,13 @@
 #include "train/epoch_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
+#include "base/ceil_div.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
 
 int64_t samples_per_rank(int64_t dataset_size, int world_size) {
   DDP_CHECK_GE(dataset_size, 0);
@@ -24,9 +21,10 @@ EpochPlan plan_epoch(int64_t rank_samples, int64_t batch_size, BatchLimit limit,
   DDP_CHECK_GT(accumulate, 0);
   EpochPlan plan;
   plan.full_batches = ceil_div(rank_samples, batch_size);
-  const int64_t limited = limit.is_count ? static_cast<int64_t>(limit.value)
-                                         : std::max<int64_t>(1, static_cast<int64_t>(plan.full_batches * limit.value));
-  plan.micro_batches = std::min(plan.full_batches, limited);
+  // Compared as doubles: a count near 2^63 does not convert back to int64_t.
+  const double limited = limit.is_count ? limit.value : std::max(1.0, std::floor(plan.full_batches * limit.value));
+  plan.micro_batches =
+      limited >= static_cast<double>(plan.full_batches) ? plan.full_batches : static_cast<int64_t>(limited);
   plan.optimizer_steps = ceil_div(plan.micro_batches, accumulate);
   return plan;
 }

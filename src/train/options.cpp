@@ -277,7 +277,9 @@ std::vector<OptionSpec> make_table() {
   t.push_back(weight_decay_option());
   t.push_back(betas_option());
   t.push_back(real(
-      "eps", "optimizer", "Adam's epsilon, added after the square root", kAboveZero, kNoMaxReal, "a number > 0",
+      // Below float32's smallest normal number it rounds to 0 or loses its digits, and 0 / 0 is NaN.
+      "eps", "optimizer", "Adam's epsilon, added after the square root", std::numeric_limits<float>::min(), kNoMaxReal,
+      "a number >= 1.2e-38 (the optimizer computes in float32, where a smaller one is 0)",
       [](C & c) -> auto& { return c.optimizer.eps; }));
   // trainer
   t.push_back(count_or_minus_one(

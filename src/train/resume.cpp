@@ -1,14 +1,53 @@
 #include "train/resume.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "dist/root_outcome.h"
 #include "train/checkpoint.h"
 
 namespace ddp {
+namespace {
 
-StartPoint restore_start(const TrainerOptions& options, Communicator& comm, Mlp& network, Optimizer& optimizer,
-                         OptimizerKind kind) {
+// A position inside an epoch counts micro-batches of that epoch's order: it means the same
+// samples only with the options that make the order and cut it into batches.
+void check_same_epoch_cut(const LoadedCheckpoint& checkpoint, const Hparams& now) {
+  const auto& at = checkpoint.position;
+  const auto config = checkpoint.metadata.find("config");
+  if (config == checkpoint.metadata.end()) return;
+  const nlohmann::json then = nlohmann::json::parse(config->second, nullptr, /*allow_exceptions=*/false);
+  if (!then.is_object()) return;
+  std::vector<std::string> changed, restore;
+  for (const auto& [name, value] : now) {
+    static const std::set<std::string> kCut = {
+        "data", "dataset_size", "batch_size", "shuffle", "seed", "accumulate_grad_batches", "limit_train_batches"};
+    if (kCut.count(name) == 0 || !then.contains(name) || !then[name].is_string()) continue;
+    const std::string was = then[name].get<std::string>();
+    if (was == value) continue;
+    std::string option = name;
+    std::replace(option.begin(), option.end(), '_', '-');
+    changed.push_back(fmt::format("--{} {}", option, value));
+    restore.push_back(fmt::format("--{} {}", option, was));
+  }
+  if (changed.empty()) return;
+  throw UsageError(fmt::format(
+      "checkpoint {} was written inside epoch {}, after {} micro-batches, which this run's {} would order or cut "
+      "differently; resume with the checkpoint's {}, or start from its parameters alone with --init-from {}",
+      checkpoint.path.string(), at.epoch, at.next_batch, fmt::join(changed, ", "), fmt::join(restore, ", "),
+      checkpoint.path.string()));
+}
+
+}  // namespace
+
+StartPoint restore_start(const TrainerOptions& options, const Hparams& hparams, Communicator& comm, Mlp& network,
+                         Optimizer& optimizer, OptimizerKind kind) {
   if (!options.init_from.empty()) {
     run_on_root_fail_everywhere(comm, 0, [&] { load_parameters(options.init_from, network); });
   }
@@ -27,6 +66,7 @@ StartPoint restore_start(const TrainerOptions& options, Communicator& comm, Mlp&
     }
     start.next_batch = 0;
   }
+  if (start.next_batch > 0) check_same_epoch_cut(checkpoint, hparams);
   return start;
 }
 

@@ -18,9 +18,11 @@ struct StartPoint {
 
 // --init-from on rank zero (its parameters are broadcast later); --ckpt-path on every rank,
 // so each has the optimizer state too. A checkpoint written inside an epoch by another
-// number of ranks resumes at the start of that epoch (the shards differ), said on stderr.
-StartPoint restore_start(const TrainerOptions& options, Communicator& comm, Mlp& network, Optimizer& optimizer,
-                         OptimizerKind kind);
+// number of ranks resumes at the start of that epoch (the shards differ), said on stderr;
+// one written inside an epoch with other data, batch size, seed or accumulation (which order
+// and cut that epoch differently; `hparams`, this run's, against the checkpoint's) is refused.
+StartPoint restore_start(const TrainerOptions& options, const Hparams& hparams, Communicator& comm, Mlp& network,
+                         Optimizer& optimizer, OptimizerKind kind);
 
 // The resumed checkpoint is already at --max-epochs or --max-steps.
 bool nothing_left_to_train(const TrainerOptions& options, const StartPoint& at);

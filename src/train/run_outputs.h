@@ -30,6 +30,7 @@ class RunOutputs {
   // Rank zero: hparams.yaml and the --logger files.
   void start_logging();
   const std::filesystem::path& log_dir() const { return log_dir_; }
+  const Hparams& hparams() const { return hparams_; }
 
   void log_metrics(const Metrics& metrics, int64_t epoch, int64_t step);
   // Flushes every logger even when one fails, then reports the first failure.

@@ -83,10 +83,10 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   optimizer_ = make_optimizer(optimizer_config_, shard_->size(), net.place());
   if (shard_->sharded()) {  // a checkpoint holds the whole state: each rank keeps its range of it
     const std::unique_ptr<Optimizer> whole = make_optimizer(optimizer_config_, net.num_params(), net.place());
-    start_point_ = restore_start(options_, comm_, net, *whole, optimizer_config_.kind);
+    start_point_ = restore_start(options_, outputs_.hparams(), comm_, net, *whole, optimizer_config_.kind);
     shard_->take_mine(*whole, *optimizer_);
   } else {
-    start_point_ = restore_start(options_, comm_, net, *optimizer_, optimizer_config_.kind);
+    start_point_ = restore_start(options_, outputs_.hparams(), comm_, net, *optimizer_, optimizer_config_.kind);
   }
   stats_.optimizer_steps = start_point_.global_step;
   if (nothing_left()) return;

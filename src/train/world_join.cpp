@@ -1,5 +1,7 @@
 #include "ddpscope/world_join.h"
 
+#include <fmt/format.h>
+
 #include <cstddef>
 #include <cstdlib>
 #include <fstream>
@@ -7,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ddpscope/error.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
 #include "dist/world.h"
@@ -27,23 +30,16 @@ std::vector<std::string> own_command_line() {
   return args;
 }
 
-// FNV-1a over the resolved options: ranks started with different options must not train.
-uint64_t config_hash(const Hparams& hparams, const TrainerOptions& t) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](std::string_view text) {
-    for (unsigned char ch : text) h = (h ^ ch) * 0x100000001b3ull;
-    h = (h ^ 0xff) * 0x100000001b3ull;
-  };
-  for (const auto& [key, value] : hparams) {
-    mix(key);
-    mix(value);
-  }
-  for (const auto& field :
-       {std::to_string(t.max_epochs), std::to_string(t.max_steps), std::to_string(t.accumulate_grad_batches),
-        std::to_string(t.seed), std::string(spelling(t.strategy))}) {
-    mix(field);
-  }
-  return h;
+// The resolved options, and the Trainer's own where a library user's hparams lack them:
+// ranks started with different options must not train.
+ResolvedOptions options_to_compare(const Hparams& hparams, const TrainerOptions& t) {
+  ResolvedOptions out = hparams;
+  out.insert(out.end(), {{"trainer.max_epochs", std::to_string(t.max_epochs)},
+                         {"trainer.max_steps", std::to_string(t.max_steps)},
+                         {"trainer.accumulate_grad_batches", std::to_string(t.accumulate_grad_batches)},
+                         {"trainer.seed", std::to_string(t.seed)},
+                         {"trainer.strategy", std::string(spelling(t.strategy))}});
+  return out;
 }
 
 }  // namespace
@@ -59,10 +55,17 @@ std::optional<int> run_ranks_if_launcher(const TrainerOptions& options, bool ver
 }
 
 World join_world(const TrainerOptions& options, const Hparams& hparams) {
-  if (!launched_by_mpi() || options.strategy == Strategy::kSingle) return World::alone();
+  if (!launched_by_mpi() || options.strategy == Strategy::kSingle) {
+    // One process on one machine: a run that recorded more nodes would misreport itself.
+    if (options.num_nodes > 1) {
+      throw UsageError(fmt::format("--num-nodes {} but this job's 1 rank(s) run on 1 host(s); set --num-nodes 1",
+                                   options.num_nodes));
+    }
+    return World::alone();
+  }
   Communicator& comm = mpi_world();
   check_world(comm, options.devices, options.num_nodes);
-  check_same_config(comm, config_hash(hparams, options));
+  check_same_config(comm, options_to_compare(hparams, options));
   return World(comm);
 }
 

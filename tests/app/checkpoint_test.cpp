@@ -154,16 +154,14 @@ TEST(Checkpoint, InitFromLoadsParametersAndNamesEveryMismatch) {
   EXPECT_NE(wrong.err.find("layers.0.weight"), std::string::npos) << wrong.err;
 }
 
-// A copy of `file` whose tensor `name` holds NaN in its first element.
+// A copy of `file` whose tensor `name` holds `value` (NaN unless given) in its first element.
 std::filesystem::path with_nan(const std::filesystem::path& file, const std::string& name,
-                               const std::filesystem::path& copy) {
+                               const std::filesystem::path& copy,
+                               float value = std::numeric_limits<float>::quiet_NaN()) {
   SafetensorsFile contents = read_safetensors(file);
   std::vector<TensorView> views;
   for (Tensor& t : contents.tensors) {
-    if (t.name == name) {
-      const float nan = std::numeric_limits<float>::quiet_NaN();
-      std::memcpy(t.bytes.data(), &nan, sizeof nan);
-    }
+    if (t.name == name) std::memcpy(t.bytes.data(), &value, sizeof value);
     views.emplace_back(t.name, t.dtype, t.shape, std::span<const std::byte>(t.bytes));
   }
   write_safetensors(copy, views, contents.metadata);
@@ -183,6 +181,15 @@ TEST(Checkpoint, ACheckpointHoldingNanIsRefusedWithExitThreeNamingTheTensor) {
                              "had diverged or the file is damaged"),
             std::string::npos)
       << resumed.err;
+  // A negative second moment is finite, and as damaged: Adam would take its square root.
+  const auto negative = with_nan(run_folder(dir, "a") / "checkpoints/last.safetensors",
+                                 "optimizer.exp_avg_sq.layers.1.bias", dir / "negative_last.safetensors", -1.0f);
+  const auto from_negative = run_command(kBinary + kRun + " --max-epochs 2 --ckpt-path " + negative.string(), dir);
+  EXPECT_EQ(from_negative.exit_code, 3) << from_negative.err;
+  EXPECT_NE(from_negative.err.find("tensor 'optimizer.exp_avg_sq.layers.1.bias' holds -1 at element 0; Adam's second "
+                                   "moment is a mean of squares, never negative"),
+            std::string::npos)
+      << from_negative.err;
   const auto params =
       with_nan(run_folder(dir, "a") / "final.safetensors", "layers.2.weight", dir / "nan_final.safetensors");
   const auto init = run_command(kBinary + kRun + " --max-epochs 1 --init-from " + params.string(), dir);

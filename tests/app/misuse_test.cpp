@@ -3,6 +3,7 @@
 // doctor): each reproduced as a user meets it, with the exit code and words they get.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -125,6 +126,86 @@ TEST(CliMisuse, ADoctorStoppedByASignalKeepsWhatRan) {
   ASSERT_EQ(doc["runs"].size(), 1u) << doc["runs"].dump();  // the 2-device run never started
   EXPECT_NE(doc["runs"][0]["error"].get<std::string>().find("stopped by SIGINT"), std::string::npos);
   EXPECT_NE(doctor.out().find("Stopped by SIGINT"), std::string::npos) << doctor.out();
+}
+
+// A checkpoint inside an epoch counts its micro-batches: another batch size or seed would
+// silently retrain or skip samples, so it is refused, naming what to give.
+TEST(CliMisuse, AMidEpochCheckpointIsNotResumedWithAnotherBatchSizeOrSeed) {
+  const auto dir = fresh_dir("misuse_mid_epoch");
+  const std::string run =
+      " train --dataset-size 200000 --batch-size 16 --hidden-size 8 --max-epochs 1 --progress-bar off";
+  BackgroundRun first(kBinary + run + " --version first", dir);
+  ASSERT_TRUE(first.wait_for("ddpscope_logs/first/hparams.yaml")) << first.err();
+  ::kill(first.pid(), SIGTERM);
+  ASSERT_EQ(first.wait(), 128 + SIGTERM) << first.err();
+  const std::string checkpoint = "ddpscope_logs/first/checkpoints/last.safetensors";
+  ASSERT_NE(first.err().find("at epoch 0,"), std::string::npos) << first.err();  // inside the only epoch
+
+  const auto other_batch =
+      run_command(kBinary + run + " --batch-size 32 --seed 5 --version second --ckpt-path " + checkpoint, dir);
+  EXPECT_EQ(other_batch.exit_code, 2) << other_batch.err;
+  EXPECT_NE(other_batch.err.find("which this run's --batch-size 32, --seed 5 would order or cut differently; "
+                                 "resume with the checkpoint's --batch-size 16, --seed 0"),
+            std::string::npos)
+      << other_batch.err;
+  EXPECT_EQ(run_command(kBinary + run + " --version third --ckpt-path " + checkpoint, dir).exit_code, 0);
+}
+
+// Values at the edge of int64: a whole dataset per batch, a limit past any epoch's batches.
+TEST(CliMisuse, IntegerEdgesTrainWhatTheyMean) {
+  const auto dir = fresh_dir("misuse_integer_edges");
+  const std::string base = " train --dataset-size 64 --hidden-size 8 --max-epochs 2 --progress-bar off";
+  const auto huge_batch = run_command(kBinary + base + " --batch-size 9223372036854775807 --version a", dir);
+  ASSERT_EQ(huge_batch.exit_code, 0) << huge_batch.err;
+  EXPECT_EQ(read_json(dir / "ddpscope_logs/a/summary.json")["optimizer_steps"], 2);  // one batch per epoch
+  const auto huge_limit =
+      run_command(kBinary + base + " --batch-size 16 --limit-train-batches 9223372036854775806 --version b", dir);
+  ASSERT_EQ(huge_limit.exit_code, 0) << huge_limit.err;
+  EXPECT_EQ(read_json(dir / "ddpscope_logs/b/summary.json")["optimizer_steps"], 8);  // every batch of both epochs
+}
+
+TEST(CliMisuse, YamlThatWouldBeMisreadIsRefused) {
+  const auto dir = fresh_dir("misuse_yaml");
+  const auto refusal = [&](const std::string& file, const std::string& text) {
+    if (!text.empty()) std::ofstream(dir / file) << text;
+    const auto r = run_command(kBinary + " train --config " + file + kQuick, dir);
+    EXPECT_EQ(r.exit_code, 2) << file << r.err;
+    return r.err;
+  };
+  EXPECT_NE(refusal("two.yaml", "batch_size: 8\n---\nbatch_size: 16\n")
+                .find("--config two.yaml: holds 2 YAML documents (separated by ---); expected one mapping"),
+            std::string::npos);
+  EXPECT_NE(refusal("twice.yaml", "batch_size: 8\nlr: 0.1\nbatch_size: 16\n")
+                .find("--config twice.yaml: key 'batch_size' (line 3) sets 'batch-size' again (line 1); give each "
+                      "option once"),
+            std::string::npos);
+  EXPECT_NE(refusal("spellings.yaml", "batch-size: 8\nbatch_size: 16\n")
+                .find("key 'batch_size' (line 2) sets 'batch-size' again (line 1)"),
+            std::string::npos);
+  EXPECT_NE(refusal("/proc/self/mem", "").find("--config: /proc/self/mem: cannot read: Input/output error"),
+            std::string::npos);
+  ASSERT_EQ(::mkfifo((dir / "options.fifo").c_str(), 0600), 0);
+  EXPECT_NE(refusal("options.fifo", "").find("--config: options.fifo: is a FIFO, expected a YAML file"),
+            std::string::npos);
+}
+
+TEST(CliMisuse, SmallerEdgesAreRefusedNamingWhatWasWrong) {
+  const auto dir = fresh_dir("misuse_smaller");
+  const auto usage = [&](const std::string& args) {
+    const auto r = run_command(kBinary + " train" + kQuick + " " + args, dir);
+    EXPECT_EQ(r.exit_code, 2) << args << r.err;
+    return r.err;
+  };
+  EXPECT_NE(usage("--num-nodes 2").find("--num-nodes 2 but this job's 1 rank(s) run on 1 host(s)"), std::string::npos);
+  EXPECT_NE(usage("--eps 1e-320").find("--eps: '1e-320' is not accepted; expected a number >= 1.2e-38"),
+            std::string::npos);
+  EXPECT_NE(usage("--name " + std::string(300, 'n')).find("--name: 'nnn"), std::string::npos);
+  // mpirun that cannot start the job: its reason, not a bare exit code.
+  const auto slots = run_command("DDPSCOPE_MPIRUN_ARGS='--np 999' " + kBinary + " train --devices 2" + kQuick, dir);
+  EXPECT_EQ(slots.exit_code, 1) << slots.err;
+  EXPECT_NE(slots.err.find("mpirun exited with code 1 before starting the ranks: There are not enough slots"),
+            std::string::npos)
+      << slots.err;
 }
 
 // The command that reproduces a study is pasted into a shell: quoted so that it runs as typed.

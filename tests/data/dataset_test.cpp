@@ -1,6 +1,7 @@
 #include "ddpscope/dataset.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -315,6 +316,10 @@ TEST_F(CsvDatasetTest, NonNumericCell) {
   EXPECT_EQ(error_of("1,2,3\n4,5,6x\n"), "F:2:3: cell '6x' is not a number");
   EXPECT_EQ(error_of("1,,3\n"), "F:1:2: empty cell, expected a number");
   EXPECT_EQ(error_of("1,2,3\n4,1.5.2,6\n"), "F:2:2: cell '1.5.2' is not a number");
+  // A first line with numbers in it is data, not a header to skip.
+  EXPECT_EQ(error_of("0x1,2,3\n4,5,6\n"), "F:1:1: cell '0x1' is not a number");
+  // A NUL would end the message where it is printed.
+  EXPECT_EQ(error_of(std::string("1,2,3\n4,5\0x,6\n", 14)), "F:2:2: cell '5\\x00x' is not a number");
 }
 
 TEST_F(CsvDatasetTest, NanAndInf) {
@@ -345,6 +350,18 @@ TEST_F(CsvDatasetTest, MissingFileOrDirectory) {
     FAIL() << "no error";
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  // Neither blocks nor grows without bound: only a regular file is read.
+  const std::string fifo = (dir_ / "rows.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    try {
+      make_dataset(spec_of("csv:" + path, 0, 2, 1));
+      FAIL() << "no error for " << path;
+    } catch (const DataError& e) {
+      EXPECT_EQ(std::string(e.what()), path + (path == fifo ? ": is a FIFO" : ": is a character device") +
+                                           ", expected a CSV file (--data csv:PATH)");
+    }
   }
 }
 

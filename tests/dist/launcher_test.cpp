@@ -29,7 +29,7 @@ TEST(CheckWorld, AcceptsTheWorldItIsGivenOrOmittedDevices) {
   auto comm = make_local_communicator();
   check_world(*comm, 0, 1);
   check_world(*comm, 1, 1);
-  check_same_config(*comm, 42);
+  check_same_config(*comm, {{"batch_size", "16"}});
 }
 
 TEST(CheckWorld, SaysWhatTheWorldIsAndWhatWasAsked) {
@@ -60,6 +60,27 @@ TEST(MpirunOutput, PassesTheRanksLinesAndHidesOpenMpisOwn) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "Epoch 1/3\n" + stop + "last line, unterminated");
   EXPECT_EQ(output.hidden_lines(), 6U);
   EXPECT_FALSE(output.rank_failure());
+  EXPECT_TRUE(output.ranks_spoke());
+  EXPECT_EQ(output.first_hidden_paragraph(),
+            "mpirun detected that one or more processes exited with non-zero status, thus causing the job to be "
+            "terminated. [vm:123] a daemon's log Primary job  terminated normally");
+}
+
+// mpirun that refuses to start says why in a help block whose paragraphs a blank line ends
+// (which reaches the relay joined to the next line).
+TEST(MpirunOutput, KeepsTheFirstParagraphOfWhatItHid) {
+  const std::string dashes(74, '-');
+  const std::string text = dashes +
+                           "\nThere are not enough slots available in the system to satisfy the 5\nslots "
+                           "that were requested by the application:\n\n  ddpscope\n\nEither request fewer slots\n" +
+                           dashes + "\n";
+  MpirunOutput output(/*show_open_mpi=*/false);
+  output.feed(text.data(), text.size());
+  output.flush();
+  EXPECT_EQ(output.first_hidden_paragraph(),
+            "There are not enough slots available in the system to satisfy the 5 slots that were requested by the "
+            "application:");
+  EXPECT_FALSE(output.ranks_spoke());
 }
 
 TEST(MpirunOutput, NamesTheRankThatWasKilled) {

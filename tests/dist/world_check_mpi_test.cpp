@@ -26,17 +26,18 @@ TEST(CheckWorldMpi, AcceptsMatchingOrOmittedDevicesAndRefusesOthersOnEveryRank) 
   }
 }
 
-TEST(CheckSameConfigMpi, NamesTheRanksThatDifferFromRankZero) {
+TEST(CheckSameConfigMpi, NamesTheRanksThatDifferFromRankZeroAndTheOption) {
   auto comm = make_mpi_communicator();
-  check_same_config(*comm, 0x1234);
+  check_same_config(*comm, {{"batch_size", "16"}, {"lr", "0.01"}});
   try {
-    check_same_config(*comm, comm->rank() == 0 ? 0xabc : 0xdef);
+    check_same_config(*comm, {{"batch_size", comm->rank() == 0 ? "16" : "32"}, {"lr", "0.01"}});
     ADD_FAILURE() << "no error";
   } catch (const UsageError& e) {
     const std::string ranks = comm->size() == 2 ? "1" : "1, 2";
-    EXPECT_EQ(std::string(e.what()), "the ranks were started with different configurations: rank(s) " + ranks +
-                                         " differ from rank 0 (configuration hash 0000000000000abc); start every "
-                                         "rank with the same options");
+    EXPECT_EQ(std::string(e.what()),
+              "the ranks were started with different options: rank 1 has --batch-size 32 where rank 0 has "
+              "--batch-size 16 (rank(s) " +
+                  ranks + " differ from rank 0); start every rank with the same options");
   }
 }
 

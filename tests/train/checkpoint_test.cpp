@@ -345,6 +345,10 @@ TEST(Checkpoint, ReadRefusesMissingOrMalformedPositionFields) {
             "metadata \"world_size\" is \"99999999999\", expected an integer >= 1");
   EXPECT_EQ(refusal("seed", "18446744073709551616"),
             "metadata \"seed\" is \"18446744073709551616\", expected an integer >= 0");
+  // Far from wrapping negative as the resumed run adds its steps.
+  EXPECT_EQ(refusal("global_step", "9223372036854775807"),
+            "metadata \"global_step\" is \"9223372036854775807\", expected an integer >= 0 and at most "
+            "9007199254740992");
   EXPECT_EQ(refusal("optimizer", ""), "its metadata has no \"optimizer\"");
   EXPECT_EQ(refusal("format", "ddpscope.checkpoint/2"),
             "its format is \"ddpscope.checkpoint/2\", expected \"ddpscope.checkpoint/1\"");

@@ -157,10 +157,10 @@ void validate_config(const Config& c) {
   const auto is_dots = [](const std::string& folder) { return folder == "." || folder == ".."; };
   constexpr std::size_t kLongestName = 255;  // bytes of one folder name on Linux's file systems
   if (t.name.empty() || t.name.find('/') != std::string::npos || is_dots(t.name) || t.name.size() > kLongestName) {
-    reject_value("name", t.name, "a non-empty folder name of at most 255 bytes without '/', other than '.' and '..'");
+    reject_value("name", t.name, "a non-empty folder name without '/', other than '.' and '..', of at most 255 bytes");
   }
   if (t.version.find('/') != std::string::npos || is_dots(t.version) || t.version.size() > kLongestName) {
-    reject_value("version", t.version, "a folder name of at most 255 bytes without '/', other than '.' and '..'");
+    reject_value("version", t.version, "a folder name without '/', other than '.' and '..', of at most 255 bytes");
   }
   if (!t.ckpt_path.empty() && !t.init_from.empty()) {
     throw UsageError(

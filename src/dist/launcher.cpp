@@ -19,11 +19,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/excerpt.h"
@@ -293,39 +293,37 @@ void check_world(Communicator& comm, int devices_requested, int num_nodes) {
 }
 
 void check_same_config(Communicator& comm, const ResolvedOptions& options) {
-  // FNV-1a over the options: one 64-bit value a rank compares, the whole text only on a mismatch.
+  // Every rank's options at every rank: a few kilobytes, once per job.
   std::string text;
   for (const auto& [name, value] : options) text += name + '\0' + value + '\0';
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (const unsigned char ch : text) hash = (hash ^ ch) * 0x100000001b3ull;
-  const std::vector<uint64_t> hashes = comm.allgather(hash);
+  const std::vector<std::vector<std::byte>> all = gather_at_every_rank(comm, std::as_bytes(std::span(text)));
   std::vector<int> differing;
-  for (std::size_t r = 1; r < hashes.size(); ++r) {
-    if (hashes[r] != hashes[0]) differing.push_back(static_cast<int>(r));
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) differing.push_back(static_cast<int>(r));
   }
   if (differing.empty()) return;
-  const std::vector<std::vector<std::byte>> all = gather_at_every_rank(comm, std::as_bytes(std::span(text)));
-  const auto options_of = [&](int rank) {
-    std::map<std::string, std::string> out;
-    const std::string rank_text(reinterpret_cast<const char*>(all[rank].data()), all[rank].size());
-    for (std::size_t at = 0; at < rank_text.size();) {
-      const std::size_t name_end = rank_text.find('\0', at), value_end = rank_text.find('\0', name_end + 1);
-      out[rank_text.substr(at, name_end - at)] = rank_text.substr(name_end + 1, value_end - name_end - 1);
-      at = value_end + 1;
+  // Every rank lists the same options in the same order: the first that differs is named.
+  const auto words = [](const std::vector<std::byte>& bytes) {
+    std::vector<std::string> out;
+    std::string word;
+    for (const std::byte b : bytes) {
+      if (b != std::byte{0}) {
+        word += static_cast<char>(b);
+      } else {
+        out.push_back(std::exchange(word, {}));
+      }
     }
     return out;
   };
-  const std::map<std::string, std::string> zero = options_of(0), other = options_of(differing[0]);
-  std::string difference = "options in another order";
-  for (const auto& [name, value] : zero) {
-    const auto theirs = other.find(name);
-    if (theirs == other.end() || theirs->second != value) {
-      std::string option = name;
-      std::replace(option.begin(), option.end(), '_', '-');
-      difference = fmt::format("--{} {} where rank 0 has --{} {}", option,
-                               theirs == other.end() ? "(not given)" : excerpt(theirs->second), option, excerpt(value));
-      break;
-    }
+  const std::vector<std::string> zero = words(all[0]), other = words(all[differing[0]]);
+  std::string difference = "other options";
+  for (std::size_t i = 0; i + 1 < zero.size() && i + 1 < other.size(); i += 2) {
+    if (zero[i] == other[i] && zero[i + 1] == other[i + 1]) continue;
+    std::string option = zero[i];
+    std::replace(option.begin(), option.end(), '_', '-');
+    difference =
+        fmt::format("--{} {} where rank 0 has --{} {}", option, excerpt(other[i + 1]), option, excerpt(zero[i + 1]));
+    break;
   }
   throw UsageError(fmt::format(
       "the ranks were started with different options: rank {} has {} (rank(s) {} differ from rank 0); start every "

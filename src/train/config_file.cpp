@@ -1,11 +1,13 @@
 // The YAML config reader, option resolution and cross-option validation.
 #include <fmt/format.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "ddpscope/error.h"
 #include "io/read_file.h"
@@ -50,6 +52,28 @@ bool is_known_option(const std::string& key) {
   return false;
 }
 
+// Parse events are not needed to count documents.
+struct IgnoreEvents : YAML::EventHandler {
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// Whether the text holds a second document. Bounded, unlike YAML::LoadAll, which yaml-cpp 0.7
+// never finishes on some malformed text (",[" yields empty documents without end).
+bool has_second_document(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  IgnoreEvents ignore;
+  return parser.HandleNextDocument(ignore) && parser.HandleNextDocument(ignore);
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::string& path) {
@@ -66,22 +90,21 @@ std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::st
   } catch (const DataError& e) {
     throw UsageError(fmt::format("--config: {}", e.what()));
   }
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    root = YAML::Load(text);
+    if (has_second_document(text)) {
+      throw UsageError(
+          fmt::format("--config {}: holds more than one YAML document (separated by ---); expected one mapping of "
+                      "option names to values",
+                      path));
+    }
   } catch (const YAML::Exception& e) {
     throw UsageError(
         fmt::format("--config {}: line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  if (documents.size() > 1) {
-    throw UsageError(
-        fmt::format("--config {}: holds {} YAML documents (separated by ---); expected one mapping of "
-                    "option names to values",
-                    path, documents.size()));
-  }
   std::vector<std::pair<std::string, std::string>> options;
-  if (documents.empty() || documents[0].IsNull()) return options;  // an empty file sets nothing
-  const YAML::Node& root = documents[0];
+  if (root.IsNull()) return options;  // an empty file sets nothing
   if (!root.IsMap()) {
     throw UsageError(
         fmt::format("--config {}: expected a mapping of option names to values, e.g. 'batch_size: 256'", path));

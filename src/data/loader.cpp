@@ -56,7 +56,7 @@ Loader::Loader(const Dataset& dataset, int64_t batch_size, int workers)
     slots_.push_back(std::move(slot));
   }
   try {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { worker_loop(); });
   } catch (...) {
     {
       std::lock_guard lock(mutex_);
@@ -167,20 +167,22 @@ void Loader::fill(int64_t epoch, std::span<const int64_t> indices, float* x, flo
   if (delay_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us_));
 }
 
-void Loader::record_spans(std::size_t capacity_per_worker) {
+void Loader::record_spans(std::size_t capacity) {
   std::lock_guard lock(mutex_);
-  worker_spans_.clear();
-  for (int i = 0; i < workers_; ++i) worker_spans_.push_back(std::make_unique<SpanBuffer>(capacity_per_worker));
+  fill_spans_ = workers_ > 0 ? std::make_unique<SpanBuffer>(capacity) : nullptr;
 }
 
 std::vector<Span> Loader::spans() {
   std::lock_guard lock(mutex_);  // workers add their spans under the lock
-  std::vector<Span> out;
-  for (const auto& buffer : worker_spans_) out.insert(out.end(), buffer->begin(), buffer->end());
-  return out;
+  return fill_spans_ ? std::vector<Span>(fill_spans_->begin(), fill_spans_->end()) : std::vector<Span>{};
 }
 
-void Loader::worker_loop(int worker) {
+std::size_t Loader::spans_dropped() {
+  std::lock_guard lock(mutex_);
+  return fill_spans_ ? fill_spans_->dropped() : 0;
+}
+
+void Loader::worker_loop() {
   const int64_t num_slots = static_cast<int64_t>(slots_.size());
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -199,7 +201,6 @@ void Loader::worker_loop(int worker) {
     const int64_t epoch = epoch_;
     // Another worker may claim the next batch while this one fills.
     if (next_to_fill_ < fill_end_) work_cv_.notify_one();
-    SpanBuffer* spans = worker_spans_.empty() ? nullptr : worker_spans_[worker].get();
     lock.unlock();
     const int64_t started = steady_now_ns();
     try {
@@ -209,7 +210,7 @@ void Loader::worker_loop(int worker) {
     }
     const int64_t ended = steady_now_ns();
     lock.lock();
-    if (spans != nullptr) spans->add({started, ended, static_cast<uint16_t>(Phase::kData), TraceThread::kLoader});
+    if (fill_spans_) fill_spans_->add({started, ended, static_cast<uint16_t>(Phase::kData), TraceThread::kLoader});
     if (slot.generation == generation_) {
       slot.state = Slot::State::kReady;
       ready_cv_.notify_one();

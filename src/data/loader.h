@@ -36,16 +36,17 @@ class Loader {
   // The next batch of the epoch, or false at its end. Valid until the next call.
   bool next(Batch& batch);
 
-  // From now on each worker records its batch fills as spans (--profiler trace), into a
-  // buffer of its own of this capacity. No effect without workers.
-  void record_spans(std::size_t capacity_per_worker);
-  // Every worker's spans so far.
+  // From now on the workers record their batch fills as spans (--profiler trace), into one
+  // buffer of this capacity. No effect without workers.
+  void record_spans(std::size_t capacity);
+  // The workers' spans so far, and how many did not fit.
   std::vector<Span> spans();
+  std::size_t spans_dropped();
 
  private:
   // implementation detail, free to change
   struct Slot;
-  void worker_loop(int worker);
+  void worker_loop();
   // dataset_.fill, then the injected delay.
   void fill(int64_t epoch, std::span<const int64_t> indices, float* x, float* y) const;
   void abandon_epoch_locked();  // mutex_ held: drops queued batches, in-flight fills end unused
@@ -68,9 +69,9 @@ class Loader {
   int64_t generation_ = 0;  // bumped per epoch; a fill of an older generation is discarded
   int64_t epoch_ = 0;
   std::vector<int64_t> indices_;
-  int64_t fill_end_ = 0;                                   // batches of this generation to fill
-  int64_t next_to_fill_ = 0;                               // the next batch a worker claims
-  std::vector<std::unique_ptr<SpanBuffer>> worker_spans_;  // one per worker, when tracing
+  int64_t fill_end_ = 0;                    // batches of this generation to fill
+  int64_t next_to_fill_ = 0;                // the next batch a worker claims
+  std::unique_ptr<SpanBuffer> fill_spans_;  // when tracing
 };
 
 }  // namespace ddp

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "base/stop_signal.h"
 #include "ddpscope/error.h"
@@ -34,30 +35,35 @@ bool write_all(int fd, std::string_view content) {
 }  // namespace
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+  write_file_atomically(path, [&](const PieceSink& sink) { sink(content); });
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(const PieceSink&)>& produce) {
   const std::filesystem::path temp = path.string() + ".tmp";
   set_file_in_progress(temp.c_str());  // a second Ctrl-C's exit removes it
-  struct Done {
-    ~Done() { set_file_in_progress(nullptr); }
-  } done;
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(temp, "create");
-  if (!write_all(fd, content) || ::fsync(fd) != 0) {
-    const int saved = errno;
-    ::close(fd);
-    ::unlink(temp.c_str());
-    errno = saved;
-    fail(temp, "write");
-  }
-  if (::close(fd) != 0) {
-    const int saved = errno;
-    ::unlink(temp.c_str());
-    errno = saved;
-    fail(temp, "write");
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    fail(path, "replace");
-  }
+  // Until renamed into place, a failure (a write's, or the producer's) removes the temporary file.
+  struct Temp {
+    const std::filesystem::path& name;
+    int fd = -1;
+    bool placed = false;
+    ~Temp() {
+      const int saved = errno;
+      if (fd >= 0) ::close(fd);
+      if (!placed) ::unlink(name.c_str());
+      set_file_in_progress(nullptr);
+      errno = saved;
+    }
+  } file{temp};
+  file.fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (file.fd < 0) fail(temp, "create");
+  produce([&](std::string_view piece) {
+    if (!write_all(file.fd, piece)) fail(temp, "write");
+  });
+  if (::fsync(file.fd) != 0) fail(temp, "write");
+  const int fd = std::exchange(file.fd, -1);
+  if (::close(fd) != 0) fail(temp, "write");
+  if (::rename(temp.c_str(), path.c_str()) != 0) fail(path, "replace");
+  file.placed = true;
   const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
   const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {

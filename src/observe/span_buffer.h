@@ -43,6 +43,12 @@ class SpanBuffer {
   const Span* end() const { return spans_.data() + size_; }
   std::size_t size() const { return size_; }
   std::size_t dropped() const { return dropped_; }
+  // The recorded spans, without a copy; the buffer is empty afterwards.
+  std::vector<Span> release() && {
+    spans_.resize(size_);
+    size_ = 0;
+    return std::move(spans_);
+  }
 
  private:
   std::vector<Span> spans_;

@@ -1,5 +1,6 @@
 #include "observe/trace_writer.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,10 +15,10 @@ namespace {
 
 constexpr std::array<const char*, 5> kThreadNames = {"compute", "comm", "loader", "monitor", "gpu"};
 
-std::string span_name(uint16_t name) {
+std::string_view span_name(uint16_t name) {
   if (name == kAllreduceSpan) return "allreduce";
   DDP_CHECK_LT(name, kPhaseCount, "unknown span name");
-  return std::string(kPhaseNames[name]);
+  return kPhaseNames[name];
 }
 
 // Plain bytes: [header][spans][utilization][host]; both ends run the same build.
@@ -74,58 +75,77 @@ RankTrace deserialize_rank_trace(const std::vector<std::byte>& bytes) {
   return t;
 }
 
-std::string chrome_trace_json(const std::vector<RankTrace>& ranks, int64_t origin_ns) {
-  nlohmann::json events = nlohmann::json::array();
+void write_chrome_trace(const std::vector<RankTrace>& ranks, int64_t origin_ns,
+                        const std::function<void(std::string_view)>& sink) {
+  fmt::memory_buffer out;
+  bool first = true;
+  // Where the next event goes: after a comma, unless it is the first. A full buffer (1 MiB)
+  // goes to the sink first, so the whole trace is never in memory.
+  const auto next_event = [&] {
+    if (out.size() >= (std::size_t{1} << 20)) {
+      sink({out.data(), out.size()});
+      out.clear();
+    }
+    if (!first) out.append(std::string_view(",\n"));
+    first = false;
+    return std::back_inserter(out);
+  };
+  fmt::format_to(std::back_inserter(out), "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
   for (const RankTrace& rank : ranks) {
     const int pid = rank.rank;
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"pid", pid},
-                      {"args", {{"name", "rank " + std::to_string(pid) + " (" + rank.host + ")"}}}});
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    const std::string process = nlohmann::json("rank " + std::to_string(pid) + " (" + rank.host + ")")
+                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    fmt::format_to(next_event(), "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":{}}}}}", pid,
+                   process);
+    fmt::format_to(next_event(),
+                   "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}", pid,
+                   pid);
     // The GPU's track is named only where a rank has one (a run on a GPU).
     const bool has_gpu =
         std::any_of(rank.spans.begin(), rank.spans.end(), [](const Span& s) { return s.thread == TraceThread::kGpu; });
     const int tracks = static_cast<int>(kThreadNames.size()) - (has_gpu ? 0 : 1);
     for (int tid = 0; tid < tracks; ++tid) {
-      events.push_back(
-          {{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", kThreadNames[tid]}}}});
+      fmt::format_to(next_event(),
+                     "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
+                     pid, tid, kThreadNames[tid]);
     }
     auto micros = [&](int64_t ns) { return static_cast<double>(ns + rank.clock_offset_ns - origin_ns) / 1e3; };
     for (const Span& s : rank.spans) {
-      nlohmann::json e = {{"name", span_name(s.name)},
-                          {"cat", category(s)},
-                          {"ph", "X"},
-                          {"ts", micros(s.start_ns)},
-                          {"dur", static_cast<double>(s.end_ns - s.start_ns) / 1e3},
-                          {"pid", pid},
-                          {"tid", static_cast<int>(s.thread)}};
+      const double dur = static_cast<double>(s.end_ns - s.start_ns) / 1e3;
       if (s.name == kAllreduceSpan) {
-        e["args"] = {{"bytes", s.bytes}, {"hidden_behind_backward_us", static_cast<double>(s.hidden_ns) / 1e3}};
+        fmt::format_to(next_event(),
+                       "{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{},"
+                       "\"args\":{{\"bytes\":{},\"hidden_behind_backward_us\":{}}}}}",
+                       span_name(s.name), category(s), micros(s.start_ns), dur, pid, static_cast<int>(s.thread),
+                       s.bytes, static_cast<double>(s.hidden_ns) / 1e3);
+      } else {
+        fmt::format_to(next_event(),
+                       "{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{}}}",
+                       span_name(s.name), category(s), micros(s.start_ns), dur, pid, static_cast<int>(s.thread));
       }
-      events.push_back(std::move(e));
     }
-    const std::string counter = "device_" + std::to_string(pid) + "_utilization";
     for (const UtilizationPoint& u : rank.utilization) {
-      events.push_back({{"name", counter},
-                        {"ph", "C"},
-                        {"ts", micros(u.time_ns)},
-                        {"pid", pid},
-                        {"tid", static_cast<int>(TraceThread::kMonitor)},
-                        {"args", {{"percent", u.percent}}}});
+      fmt::format_to(next_event(),
+                     "{{\"name\":\"device_{}_utilization\",\"ph\":\"C\",\"ts\":{},\"pid\":{},\"tid\":{},\"args\":{{"
+                     "\"percent\":{}}}}}",
+                     pid, micros(u.time_ns), pid, static_cast<int>(TraceThread::kMonitor), u.percent);
     }
     if (rank.dropped > 0) {
-      events.push_back({{"name", "spans dropped (buffer full)"},
-                        {"ph", "i"},
-                        {"s", "p"},
-                        {"pid", pid},
-                        {"tid", 0},
-                        {"ts", 0},
-                        {"args", {{"dropped", rank.dropped}}}});
+      fmt::format_to(
+          next_event(),
+          "{{\"name\":\"spans dropped (buffer full)\",\"ph\":\"i\",\"s\":\"p\",\"pid\":{},\"tid\":0,\"ts\":0,"
+          "\"args\":{{\"dropped\":{}}}}}",
+          pid, rank.dropped);
     }
   }
-  nlohmann::json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  return trace.dump() + "\n";
+  fmt::format_to(std::back_inserter(out), "]}}\n");
+  sink({out.data(), out.size()});
+}
+
+std::string chrome_trace_json(const std::vector<RankTrace>& ranks, int64_t origin_ns) {
+  std::string json;
+  write_chrome_trace(ranks, origin_ns, [&](std::string_view piece) { json += piece; });
+  return json;
 }
 
 }  // namespace ddp

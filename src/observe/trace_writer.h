@@ -3,7 +3,9 @@
 // pid per rank, one tid per thread (compute, comm, loader, monitor), every span as a
 // complete event, and device utilization as counter tracks.
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "observe/span_buffer.h"
@@ -24,7 +26,11 @@ struct RankTrace {
   std::vector<UtilizationPoint> utilization;
 };
 
-// origin_ns (rank zero's clock) becomes time 0 of the trace.
+// origin_ns (rank zero's clock) becomes time 0 of the trace. The JSON goes to the sink in
+// pieces of about a megabyte.
+void write_chrome_trace(const std::vector<RankTrace>& ranks, int64_t origin_ns,
+                        const std::function<void(std::string_view)>& sink);
+// The same, whole.
 std::string chrome_trace_json(const std::vector<RankTrace>& ranks, int64_t origin_ns);
 
 // A rank's part as bytes and back, to gather it at rank zero.

@@ -9,6 +9,7 @@
 
 #include "data/teacher_dataset.h"
 #include "ddpscope/error.h"
+#include "train/trace_size.h"
 
 namespace ddp {
 namespace {
@@ -73,6 +74,17 @@ MemoryNeed memory_need(const Config& c) {
   }
   const double slots = 2.0 * (c.data.loader_workers == 0 ? 1 : 2 * c.data.loader_workers);  // train + val loaders
   need.batches = rows * (activations + 2 * widest) * kFloat + slots * rows * ((inputs + outputs) * kFloat + kIndex);
+
+  if (c.trainer.profiler == Profiler::kTrace) {
+    // The most samples a rank gets: an automatic world counts as one rank.
+    const int world = std::max(c.trainer.devices, 1);
+    const auto known_samples = static_cast<int64_t>(std::min(samples, 0x1p62));
+    const EpochPlan plan = plan_epoch(samples_per_rank(known_samples, world), c.data.batch_size,
+                                      {c.trainer.limit_train_batches, c.trainer.limit_train_batches_is_count},
+                                      c.trainer.accumulate_grad_batches);
+    const auto buckets = static_cast<int64_t>(widths.size()) - 1;  // at most one per layer
+    need.trace = trace_size(plan, epochs_to_run(c.trainer.max_epochs, c.trainer.max_steps, plan), buckets).bytes();
+  }
   return need;
 }
 
@@ -100,14 +112,16 @@ void check_memory(const Config& c) {
   const std::string per_rank =
       ranks > 1 ? fmt::format(" for its {} devices on this machine ({} each)", ranks, bytes_text(need.total())) : "";
   // The advice names the options of the largest part.
-  const double largest = std::max({need.model, need.batches, need.data});
+  const double largest = std::max({need.model, need.batches, need.data, need.trace});
   const char* lower = largest == need.model     ? "--hidden-size, --hidden-layers, --input-dim or --output-dim"
                       : largest == need.batches ? "--batch-size or the model's widths"
-                                                : "--dataset-size (or use a smaller CSV file)";
+                      : largest == need.data    ? "--dataset-size (or use a smaller CSV file)"
+                                                : "--max-steps or --max-epochs, or use --profiler simple";
+  const std::string trace = need.trace > 0 ? fmt::format("; --profiler trace's spans {}", bytes_text(need.trace)) : "";
   throw UsageError(fmt::format(
       "this configuration needs {} of memory{} (parameters, gradients and optimizer state {}; activations and "
-      "batches {}; data and sample order {}), more than this machine's {} of {}; lower {}",
-      bytes_text(total), per_rank, bytes_text(need.model), bytes_text(need.batches), bytes_text(need.data),
+      "batches {}; data and sample order {}{}), more than this machine's {} of {}; lower {}",
+      bytes_text(total), per_rank, bytes_text(need.model), bytes_text(need.batches), bytes_text(need.data), trace,
       bytes_text(limit), what_limits, lower));
 }
 

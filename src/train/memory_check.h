@@ -13,7 +13,8 @@ struct MemoryNeed {
   double model = 0;    // parameters, gradients, optimizer state
   double batches = 0;  // activations and loader batches of min(batch, dataset) rows
   double data = 0;     // sample orders, a CSV file's text, the teacher's network
-  double total() const { return model + batches + data; }
+  double trace = 0;    // --profiler trace's spans (train/trace_size.h)
+  double total() const { return model + batches + data + trace; }
 };
 
 MemoryNeed memory_need(const Config& config);

@@ -114,7 +114,8 @@ void RunOutputs::finish(const Mlp& network, RunSummary& stats, const std::vector
 
 void RunOutputs::write_trace(const std::vector<RankTrace>& ranks, int64_t origin_ns) {
   if (comm_.rank() != 0) return;
-  write_file_atomically(log_dir_ / "trace.json", chrome_trace_json(ranks, origin_ns));
+  write_file_atomically(log_dir_ / "trace.json",
+                        [&](const PieceSink& sink) { write_chrome_trace(ranks, origin_ns, sink); });
 }
 
 }  // namespace ddp

@@ -18,6 +18,7 @@
 #include "tensor/gemm.h"
 #include "train/gather_stats.h"
 #include "train/stop_agreement.h"
+#include "train/trace_size.h"
 #include "train/trainer_run.h"
 #include "train/validation_means.h"
 
@@ -111,18 +112,15 @@ EpochPlan Trainer::Run::rank_epoch_plan() const {
                     options_.accumulate_grad_batches);
 }
 
-// Spans for every phase switch and allreduce, in a buffer sized for the whole run up front.
+// Spans for every phase switch and allreduce, in buffers sized for the whole run up front.
 void Trainer::Run::start_trace() {
   const EpochPlan plan = rank_epoch_plan();
-  const int64_t batches = plan.micro_batches;
-  const int64_t buckets = static_cast<int64_t>(reducer_->num_buckets());
   const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
-  constexpr int64_t kMaxSpans = int64_t{1} << 22;  // 4 Mi spans, 160 MB: beyond it spans are counted, not kept
-  const int64_t planned = epochs * (batches * (8 + buckets) + 16) + 64;
-  spans_ = std::make_unique<SpanBuffer>(static_cast<std::size_t>(std::min(planned, kMaxSpans)));
+  const TraceSize size = trace_size(plan, epochs, static_cast<int64_t>(reducer_->num_buckets()));
+  spans_ = std::make_unique<SpanBuffer>(static_cast<std::size_t>(size.step_spans));
   clock_.record_spans(spans_.get());
   reducer_->record_spans(spans_.get());
-  train_loader_->record_spans(static_cast<std::size_t>(std::min(epochs * batches + 16, kMaxSpans)));
+  train_loader_->record_spans(static_cast<std::size_t>(size.fill_spans));
   // Rank r's clock + offset = rank zero's clock, read right after a barrier on every rank
   // (accurate to the barrier's exit skew, microseconds; on one machine the clocks agree).
   if (comm_.size() > 1) {
@@ -433,20 +431,28 @@ void Trainer::Run::finish(LightningModule& module) {
   outputs_.finish(module.network(), stats_, phase_calls);
 }
 
-// Every rank's spans at rank zero, aligned to rank zero's clock, written as trace.json.
+// Every rank's spans at rank zero, aligned to rank zero's clock, written as trace.json. Each
+// copy is let go as soon as the next is made: a long run's spans are tens of megabytes.
 void Trainer::Run::write_trace() {
   RankTrace mine;
   mine.rank = comm_.rank();
   mine.host = comm_.host_name();
   mine.clock_offset_ns = clock_offset_ns_;
-  mine.spans.assign(spans_->begin(), spans_->end());
-  for (const Span& fill : train_loader_->spans()) mine.spans.push_back(fill);  // the loader threads' track
-  mine.dropped = spans_->dropped();
+  mine.dropped = spans_->dropped() + train_loader_->spans_dropped();
+  mine.spans = std::move(*spans_).release();
+  const std::vector<Span> fills = train_loader_->spans();
+  mine.spans.insert(mine.spans.end(), fills.begin(), fills.end());  // the loader threads' track
   mine.utilization = utilization_->points();
-  const std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(comm_, serialize_rank_trace(mine));
+  std::vector<std::byte> part = serialize_rank_trace(mine);
+  mine = {};
+  std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(comm_, part);
+  part = {};
   if (!is_global_zero()) return;
   std::vector<RankTrace> ranks;
-  for (const auto& part : parts) ranks.push_back(deserialize_rank_trace(part));
+  for (auto& gathered : parts) {
+    ranks.push_back(deserialize_rank_trace(gathered));
+    gathered = {};
+  }
   outputs_.write_trace(ranks, steady_ns(start_));
 }
 

@@ -234,6 +234,21 @@ TEST(LoaderSpans, EveryWorkerFillIsRecordedOnTheLoaderTrack) {
     EXPECT_EQ(s.thread, TraceThread::kLoader);
     EXPECT_LE(s.start_ns, s.end_ns);
   }
+  EXPECT_EQ(loader.spans_dropped(), 0u);
+}
+
+TEST(LoaderSpans, FillsBeyondTheCapacityAreCountedNotKept) {
+  const auto dataset = make_dataset({.kind = "random", .size = 1000, .input_dim = 4, .output_dim = 1, .seed = 3});
+  Loader loader(*dataset, 100, 3);
+  loader.record_spans(4);
+  std::vector<int64_t> order(1000);
+  for (int64_t i = 0; i < 1000; ++i) order[i] = i;
+  loader.start_epoch(0, order);
+  Batch batch;
+  while (loader.next(batch)) {
+  }
+  EXPECT_EQ(loader.spans().size(), 4u);
+  EXPECT_EQ(loader.spans_dropped(), 6u);
 }
 
 // DDPSCOPE_LOADER_DELAY_US (fault injection): every batch takes that much longer to fill, in

@@ -36,6 +36,26 @@ TEST(TraceWriter, RankPartsSurviveTheTripThroughBytes) {
   EXPECT_EQ(back.dropped, 3u);
 }
 
+// A long run's trace reaches the file in pieces of about a megabyte, never whole in memory,
+// and the pieces make the same JSON.
+TEST(TraceWriter, ALargeTraceIsWrittenInPiecesThatJoinIntoValidJson) {
+  RankTrace big = sample_rank(0, 0);
+  big.host = "quote\" and \xff byte";  // escaped, and invalid UTF-8 replaced
+  for (int i = 0; i < 100000; ++i) big.spans.push_back(big.spans[i % 3]);
+  std::vector<std::size_t> pieces;
+  std::string joined;
+  write_chrome_trace({big}, 0, [&](std::string_view piece) {
+    pieces.push_back(piece.size());
+    joined += piece;
+  });
+  EXPECT_GT(pieces.size(), 3u);
+  for (std::size_t size : pieces) EXPECT_LT(size, (std::size_t{1} << 20) + 1024);
+  EXPECT_EQ(joined, chrome_trace_json({big}, 0));
+  const auto trace = nlohmann::json::parse(joined);
+  EXPECT_EQ(trace["traceEvents"].size(), 2 + 4 + big.spans.size() + 1);  // names, threads, spans, a counter
+  EXPECT_EQ(trace["traceEvents"][0]["args"]["name"], "rank 0 (quote\" and \xef\xbf\xbd byte)");
+}
+
 TEST(TraceWriter, ChromeTraceHasNamedRanksThreadsSpansAndCounters) {
   const auto trace = nlohmann::json::parse(chrome_trace_json({sample_rank(0, 0), sample_rank(1, 500)}, 1000));
   EXPECT_EQ(trace["displayTimeUnit"], "ms");

@@ -43,18 +43,29 @@ std::string ablation_effect_chart(const std::vector<AblationRow>& ablations) {
   }
   if (rows.empty()) return "";
 
-  constexpr double kRow = 18, kGap = 10, kTop = 10;
+  constexpr double kRow = 18, kGap = 10, kTop = 10, kPlotWidth = 370;
+  constexpr double kLabelFont = 13, kValueFont = 12;  // report.css: .bar-label, .value
+  // Room for the longest label left of the plot and the longest effect right of it (760
+  // wide at least): the viewBox grows rather than cut a text off.
+  double label_room = 190, value_room = 200;
+  for (const AblationRow* a : rows) {
+    label_room =
+        std::max(label_room, text_width(fmt::format("{} @ {}", a->name, format_count(a->devices)), kLabelFont) + 20);
+    value_room = std::max(value_room, text_width(a->effect_text, kValueFont) + 16);
+  }
   const double plot_bottom = kTop + static_cast<double>(rows.size()) * (kRow + kGap);
-  const PlotBox box{190, kTop, 560, plot_bottom};
+  const PlotBox box{label_room, kTop, label_room + kPlotWidth, plot_bottom};
   const double reach = reach_of(rows);
   const auto [lo, hi] = nice_range(-reach, reach, 6);
   const double edge = std::max(-lo, hi);  // symmetric: zero in the middle
   const Scale x(-edge, edge, box.left, box.right);
 
   std::string svg = fmt::format(
-      "<svg class=\"chart\" viewBox=\"0 0 760 {}\" role=\"img\" aria-label=\"Ablation effects with their noise\">",
-      svg_coord(plot_bottom + 52));
-  svg += svg_x_axis(x, box, "change in wall time against the baseline (%; positive is slower)", " %") + svg_frame(box);
+      "<svg class=\"chart\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"Ablation effects with their noise\">",
+      svg_coord(box.right + value_room), svg_coord(plot_bottom + 52));
+  // Five ticks across the plot: labels such as "-25 %" need about 60 units each.
+  svg +=
+      svg_x_axis(x, box, "change in wall time against the baseline (%; positive is slower)", " %", 5) + svg_frame(box);
   double row_y = kTop + kGap / 2;
   for (const AblationRow* a : rows) {
     const std::string label = fmt::format("{} @ {}", a->name, format_count(a->devices));

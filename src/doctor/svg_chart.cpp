@@ -144,9 +144,10 @@ std::string svg_y_axis(const Scale& y, const PlotBox& box, std::string_view titl
   return out + "</g>";
 }
 
-std::string svg_x_axis(const Scale& x, const PlotBox& box, std::string_view title, std::string_view suffix) {
+std::string svg_x_axis(const Scale& x, const PlotBox& box, std::string_view title, std::string_view suffix,
+                       int approx_ticks) {
   std::string out = "<g class=\"x-axis\">";
-  const std::vector<double> ticks = x.ticks(8);
+  const std::vector<double> ticks = x.ticks(approx_ticks);
   const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
   for (const double v : ticks) {
     const std::string px = svg_coord(x(v));
@@ -158,6 +159,12 @@ std::string svg_x_axis(const Scale& x, const PlotBox& box, std::string_view titl
   out += fmt::format("<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                      svg_coord((box.left + box.right) / 2), svg_coord(box.bottom + 42), html_escape(title));
   return out + "</g>";
+}
+
+double text_width(std::string_view text, double font_px) {
+  // Characters, not bytes: UTF-8 continuation bytes (10xxxxxx) start none.
+  const auto characters = std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; });
+  return 0.6 * font_px * static_cast<double>(characters);
 }
 
 std::string svg_frame(const PlotBox& box) {

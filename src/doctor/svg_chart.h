@@ -52,10 +52,15 @@ struct PlotBox {
 std::string svg_axes(const Scale& x, const Scale& y, const PlotBox& box, std::string_view x_title,
                      std::string_view y_title, std::string_view x_suffix = "", std::string_view y_suffix = "");
 
-// Tick labels and vertical grid lines below a chart, with the axis title.
-std::string svg_x_axis(const Scale& x, const PlotBox& box, std::string_view title, std::string_view suffix = "");
+// Tick labels and vertical grid lines below a chart, with the axis title: about approx_ticks
+// of them (a narrow chart asks for fewer, so that its labels do not overlap).
+std::string svg_x_axis(const Scale& x, const PlotBox& box, std::string_view title, std::string_view suffix = "",
+                       int approx_ticks = 8);
 // Tick labels and horizontal grid lines left of a chart, with the rotated axis title.
 std::string svg_y_axis(const Scale& y, const PlotBox& box, std::string_view title, std::string_view suffix = "");
+// A text's width in viewBox units, estimated before any browser lays it out: 0.6 em per
+// character, as wide as the report's sans-serif gets (bold digits), so a text sized by it fits.
+double text_width(std::string_view text, double font_px);
 // The left and bottom axis lines.
 std::string svg_frame(const PlotBox& box);
 

@@ -85,6 +85,44 @@ TEST_F(ReportBrowser, BuildsTheChartsSeriesAndFindingsInTheDom) {
   EXPECT_EQ(count(dom, "data-device=\"1\""), 1u);
 }
 
+// The ablation chart as Chromium lays it out: no label or effect text reaches past the
+// chart's edges and no two x-axis tick labels overlap, even for long names and effects.
+TEST_F(ReportBrowser, TheAblationChartsTextsFitAndItsTicksDoNotOverlap) {
+  nlohmann::json doc = load_fixture("seed_doctor.json");
+  const double reaches[] = {0.231, 0.04, 0.05, 0.047, 0.05};
+  for (std::size_t i = 0; i < doc["ablations"].size(); ++i) {
+    nlohmann::json& a = doc["ablations"][i];
+    a["effect"] = {{"relative", i == 0 ? 0.2 : -0.2},  // an axis of ±50 %
+                   {"uncertainty", reaches[i]},
+                   {"measurable", i != 0},
+                   {"text", i == 0 ? "no measurable effect (\u00b123.0 %)" : "20.0 % faster (\u00b14.0 %)"},
+                   {"baseline_band", 0.033}};
+  }
+  doc["ablations"][1]["name"] = "sync-every-micro-batch-and-per-sample-data";
+  // Measured by the browser after layout, into attributes of the body that the dump shows.
+  const std::string measure = R"(<script>
+const svg = document.querySelector('#effect-chart svg'), box = svg.viewBox.baseVal;
+let clipped = 0, overlaps = 0;
+for (const t of svg.querySelectorAll('text')) {
+  const b = t.getBBox();
+  if (b.x < box.x - 0.5 || b.x + b.width > box.x + box.width + 0.5) clipped++;
+}
+const ticks = [...svg.querySelectorAll('.x-axis .tick')].map(t => t.getBBox()).sort((p, q) => p.x - q.x);
+for (let i = 1; i < ticks.length; i++) if (ticks[i].x < ticks[i - 1].x + ticks[i - 1].width + 2) overlaps++;
+document.body.dataset.clippedTexts = clipped;
+document.body.dataset.overlappingTicks = overlaps;
+document.body.dataset.ticks = ticks.length;
+</script></body>)";
+  std::string html = render_report_html(doc);
+  html.replace(html.rfind("</body>"), 7, measure);
+  std::ofstream(report_) << html;
+  const testing::CommandResult result = chromium("--dump-dom", "profile_chart");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(attribute(result.out, "data-clipped-texts"), "0");
+  EXPECT_EQ(attribute(result.out, "data-overlapping-ticks"), "0");
+  EXPECT_GE(std::atoi(attribute(result.out, "data-ticks").c_str()), 3) << "an axis needs ticks to be read";
+}
+
 TEST_F(ReportBrowser, RendersAScreenshot) {
   const fs::path png = dir_ / "output" / "report.png";
   fs::create_directories(png.parent_path());

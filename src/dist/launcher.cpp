@@ -33,6 +33,7 @@
 #include "ddpscope/error.h"
 #include "dist/comm_watchdog.h"
 #include "dist/gather.h"
+#include "dist/job_scratch.h"
 #include "dist/mpirun_output.h"
 
 namespace ddp {
@@ -236,11 +237,18 @@ int relaunch_under_mpirun(int argc, char** argv, const LaunchOptions& launch) {
   // DDPSCOPE_MPIRUN_ARGS (doctor --mpirun-args): the job spans the hosts those arguments name
   // (a hostfile, TCP), so they replace this host's binding and shared memory above; mpirun
   // refuses an --mca given twice.
+  // On this host alone, Open MPI's files of the job go into a folder this process removes
+  // however mpirun ends (dist/job_scratch.h).
+  std::optional<JobScratch> scratch;
   if (const char* extra = std::getenv("DDPSCOPE_MPIRUN_ARGS"); extra != nullptr && *extra != '\0') {
     args.resize(3);  // mpirun -np N
     if (geteuid() == 0) args.push_back("--allow-run-as-root");
     std::istringstream words(extra);
     for (std::string word; words >> word;) args.push_back(word);
+  } else {
+    scratch.emplace();
+    const std::vector<std::string> files = scratch->mpirun_args();
+    args.insert(args.end(), files.begin(), files.end());
   }
   // When a job ends early, mpirun sends SIGTERM and waits this long before SIGKILL, twice,
   // even when the ranks are gone: 2 s added to every stop. Graceful stops are the

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +110,54 @@ TEST(LauncherFault, AKilledLauncherTakesMpirunAndTheRanksWithIt) {
   EXPECT_EQ(run.wait(), 128 + SIGKILL);
   // mpirun gets SIGTERM as the launcher dies and takes its ranks down at once.
   EXPECT_TRUE(all_gone(job.all, std::chrono::milliseconds(5000)));
+}
+
+// Open MPI's files of a job: its session directory and the ranks' shared-memory segments.
+std::filesystem::path job_folder(pid_t launcher) {
+  return std::filesystem::path("/dev/shm") / ("ddpscope-job." + std::to_string(launcher));
+}
+
+std::vector<std::string> names_in(const std::filesystem::path& folder) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A killed mpirun cannot remove its files (they were left in /tmp/ompi.* and /dev/shm): the
+// launcher puts them in a folder of its own and removes it.
+TEST(LauncherFault, OpenMpisFilesGoInTheJobsFolderWhichGoesWithAKilledMpirun) {
+  BackgroundRun run(kLongRun, fresh_dir("launcher_files"));
+  const Job job = start(run);
+  const auto folder = job_folder(job.launcher);
+  ASSERT_TRUE(std::filesystem::is_directory(folder));
+  const std::vector<std::string> names = names_in(folder);
+  EXPECT_EQ(
+      std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("vader_segment"); }), 2)
+      << ::testing::PrintToString(names);
+  EXPECT_EQ(std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("ompi."); }), 1)
+      << ::testing::PrintToString(names);
+  ::kill(job.mpirun, SIGKILL);
+  EXPECT_EQ(run.wait(), 4) << run.err();
+  EXPECT_FALSE(std::filesystem::exists(folder));
+}
+
+// A killed launcher cannot remove the folder: the next launch on the machine does.
+TEST(LauncherFault, AFolderLeftByAKilledLauncherGoesAtTheNextLaunch) {
+  const auto dir = fresh_dir("launcher_files_left");
+  std::filesystem::path folder;
+  {
+    BackgroundRun run(kLongRun, dir);
+    const Job job = start(run);
+    folder = job_folder(job.launcher);
+    ::kill(job.launcher, SIGKILL);
+    EXPECT_EQ(run.wait(), 128 + SIGKILL);
+    EXPECT_TRUE(all_gone(job.all, std::chrono::milliseconds(5000)));
+  }
+  ASSERT_TRUE(std::filesystem::exists(folder)) << "nothing left to test";
+  const auto r = run_command(kBinary + " train --devices 2 --max-epochs 1 --dataset-size 64 --version next", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(folder));
 }
 
 TEST(LauncherFault, SigintAndSigtermExitWith128PlusTheSignalNamingIt) {

@@ -1,5 +1,5 @@
 #pragma once
-// The options of DESIGN §1 on a CLI11 subcommand. Values stay text here; the option table
+// The options of a run on a CLI11 subcommand. Values stay text here; the option table
 // (src/train/options.h) parses and validates them, so the command line and YAML files
 // share one parser.
 #include <CLI/CLI.hpp>

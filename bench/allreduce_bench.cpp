@@ -146,7 +146,7 @@ class OverlapBench {
   void forward() {
     model_.zero_grads();
     model_.forward(x_.data(), kBatch, work_);
-    mse_loss_gradient(Place::kHost, work_.output(), y_.data(), work_.output_gradient(), kBatch, 1, 1.0f);
+    mse_loss_gradient(work_.output(), y_.data(), work_.output_gradient(), kBatch, 1, 1.0f);
   }
   void compute_only() {
     forward();

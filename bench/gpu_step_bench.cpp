@@ -1,5 +1,5 @@
 // The seed's optimizer step on one GPU (gpu/train_step_gpu.h), captured as a CUDA graph
-// against the same kernels launched one by one (issue 12: what an eager framework pays per
+// against the same kernels launched one by one (what an eager framework pays per
 // launch), in fp32 and TF32. The seed's shape and data: 5000 samples, batch 256, 3
 // micro-batches per step (7 steps an epoch, the last of 2), Adam; an epoch ends with one
 // synchronisation, as a run reads its loss there.

@@ -1,4 +1,4 @@
-// What watching a device costs (issue 4): the background sampler's share of a busy loop
+// What watching a device costs: the background sampler's share of a busy loop
 // on the same core, and one per-step probe (the seed's habit) in microseconds.
 //
 //   build/release/bench/monitor_bench [rounds]     # default 9; prints a markdown table

@@ -1,4 +1,4 @@
-// What the seed's per-step probe costs through ddpscope's own NVML code (issue 12): one
+// What the seed's per-step probe costs through ddpscope's own NVML code: one
 // cycle is NvmlSession::open (nvmlInit, count; the library is loaded once per process, as
 // pynvml loads it), a read of every GPU, and close (nvmlShutdown), as `--monitor-mode
 // per-step` does every training step. For comparison, a read alone on a session kept open

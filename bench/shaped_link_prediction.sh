@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The doctor's prediction on a shaped link (issue 14, docs/interconnects.md): two namespace
+# The doctor's prediction on a shaped link (docs/interconnects.md): two namespace
 # hosts at RATE in both directions, the doctor fits its model there (--devices 1,2, 3 epochs),
 # then predicts 2 devices at each batch size given, for 10 epochs, and each prediction is
 # set against the median of RUNS runs of that configuration across the hosts. Needs root.

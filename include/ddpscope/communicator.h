@@ -1,5 +1,5 @@
 #pragma once
-// What ranks say to each other (DESIGN §3). Two implementations: local (one rank, every
+// What ranks say to each other. Two implementations: local (one rank, every
 // call a no-op or a copy) and MPI. Nothing home-made carries bytes between processes.
 // The gradient path asks for what a GPU transport (NCCL) gives: an average computed by
 // the transport, ordered on a device stream; on the host the stream is null and the MPI

@@ -1,5 +1,5 @@
 #pragma once
-// Every option of a run as plain structs with the seed's defaults (DESIGN §1). Parsed and
+// Every option of a run as plain structs with the seed's defaults. Parsed and
 // validated in one place (options.cpp); printed into hparams.yaml and summary.json.
 #include <cstdint>
 #include <string>

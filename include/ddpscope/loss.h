@@ -18,9 +18,7 @@ class Loss {
   explicit Loss(double value) : value_(value) {}
   // MSELoss()(prediction, target) == value; prediction and target are (rows, cols) and must
   // stay unchanged until the gradient is written (the next forward overwrites prediction).
-  // place: where prediction and target live.
-  static Loss mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols,
-                  Place place = Place::kHost);
+  static Loss mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols);
 
   double value() const { return value_; }
   bool has_gradient() const { return prediction_ != nullptr; }
@@ -29,15 +27,14 @@ class Loss {
   void write_gradient(float* gradient, float scale) const;
 
  private:
-  Loss(double value, const float* prediction, const float* target, int64_t rows, int64_t cols, Place place)
-      : value_(value), prediction_(prediction), target_(target), rows_(rows), cols_(cols), place_(place) {}
+  Loss(double value, const float* prediction, const float* target, int64_t rows, int64_t cols)
+      : value_(value), prediction_(prediction), target_(target), rows_(rows), cols_(cols) {}
 
   double value_ = std::numeric_limits<double>::quiet_NaN();
   const float* prediction_ = nullptr;
   const float* target_ = nullptr;
   int64_t rows_ = 0;
   int64_t cols_ = 0;
-  Place place_ = Place::kHost;
 };
 
 }  // namespace ddp

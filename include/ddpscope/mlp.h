@@ -17,12 +17,11 @@ namespace ddp {
 
 class Mlp {
  public:
-  explicit Mlp(const MlpShape& shape = {}, Place place = Place::kHost);
+  explicit Mlp(const MlpShape& shape = {});
 
   const MlpShape& shape() const { return shape_; }
   const std::vector<LinearLayout>& layers() const { return layers_; }
   std::size_t num_params() const { return params_.size(); }
-  Place place() const { return params_.place(); }
 
   std::span<float> params() { return params_.span(); }
   std::span<const float> params() const { return params_.span(); }

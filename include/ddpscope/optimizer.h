@@ -36,17 +36,12 @@ class Optimizer {
   virtual std::vector<std::pair<std::string, std::span<float>>> state() = 0;
   int64_t steps() const { return steps_; }
   void set_steps(int64_t steps) { steps_ = steps; }
-  // Where the state lives, and so where step() runs: params and grads must live there too.
-  Place place() const { return place_; }
 
  protected:
-  explicit Optimizer(Place place) : place_(place) {}
   int64_t steps_ = 0;
-  Place place_;
 };
 
-// The state allocated at place; step() switches on it (the host loops for Place::kHost).
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::size_t num_params,
-                                          Place place = Place::kHost);
+// The optimizer of config with its state for num_params parameters.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::size_t num_params);
 
 }  // namespace ddp

@@ -1,6 +1,6 @@
 #pragma once
 // Lightning's Trainer for MLPs: fit() runs the epochs, the training steps with gradient
-// accumulation, validation, logging and timing (DESIGN §2). Where it trains (alone or as
+// accumulation, validation, logging and timing. Where it trains (alone or as
 // one rank of an MPI world) is decided before it, by join_world (train/world_join.h); what
 // it writes is RunOutputs' (train/run_outputs.h). The step itself is Trainer's train_epoch
 // in trainer.cpp: fetch, forward and loss, the loss gradient, backward with the reducer,

@@ -15,7 +15,7 @@ namespace ddp {
 class Workspace {
  public:
   Workspace() = default;  // holds no batch: max_batch() == 0
-  Workspace(const MlpShape& shape, int64_t max_batch, Place place = Place::kHost);
+  Workspace(const MlpShape& shape, int64_t max_batch);
 
   int64_t max_batch() const { return max_batch_; }
   // Layer l's output, (max_batch, out_l); the last one is the network's output.

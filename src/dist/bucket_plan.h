@@ -1,5 +1,5 @@
 #pragma once
-// Which slices of the flat gradient buffer are all-reduced together (DESIGN §3).
+// Which slices of the flat gradient buffer are all-reduced together.
 // Backward finishes layer L-1 first, so bucket 0 is the tail of the buffer and each next
 // bucket lies just before the previous one: buckets[i].begin == buckets[i+1].end.
 #include <cstddef>

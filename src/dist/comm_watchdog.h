@@ -1,5 +1,5 @@
 #pragma once
-// Bounds every blocking collective (DESIGN §3: "never a hang"). Blocking MPI calls cannot
+// Bounds every blocking collective, so that a job never hangs. Blocking MPI calls cannot
 // time out, so a thread per rank watches them: a collective that makes no progress for
 // timeout_s ends the job with MPI_Abort(MPI_COMM_WORLD, 4) and a message naming the ranks
 // that stopped responding.
@@ -26,7 +26,7 @@
 namespace ddp {
 
 // DDPSCOPE_COMM_TIMEOUT_S (seconds, > 0), default kDefaultCommTimeoutSeconds. The default
-// keeps detection + diagnosis + abort within the 30 s that DESIGN §3 promises.
+// keeps detection + diagnosis + abort within 30 s: a stuck collective ends the job, it never hangs.
 inline constexpr double kDefaultCommTimeoutSeconds = 20.0;
 double comm_timeout_from_env();
 

@@ -1,5 +1,5 @@
 #pragma once
-// Which GPU each rank trains on, and how gradients travel between the ranks (issue 13).
+// Which GPU each rank trains on, and how gradients travel between the ranks.
 // A host's ranks take its visible GPUs round-robin by local rank (rank order among the
 // ranks of that host), as torchrun's LOCAL_RANK -> cuda:LOCAL_RANK does when there are as
 // many GPUs as ranks. NCCL refuses two ranks on one GPU (its init fails with "Duplicate GPU

@@ -1,5 +1,5 @@
 #pragma once
-// The order of one optimizer step's work on a GPU rank, as data (issue 13): which stream
+// The order of one optimizer step's work on a GPU rank, as data: which stream
 // runs each piece, and the events that order one stream after the other. The GPU engine
 // issues these in this order while it captures the step's CUDA graph(s); the tests check
 // the orderings that make it correct (a bucket is reduced only after every one of its

@@ -1,5 +1,5 @@
 #pragma once
-// Averages gradients across ranks in buckets (DESIGN §3), as PyTorch DDP's Reducer does.
+// Averages gradients across ranks in buckets, as PyTorch DDP's Reducer does.
 // Per micro-batch:
 //   reducer.begin_backward(sync);                       // sync = micro + 1 == accumulate
 //   model.backward(x, b, work, reducer.layer_hook());   // full buckets start reducing

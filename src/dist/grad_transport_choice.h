@@ -1,5 +1,5 @@
 #pragma once
-// How a GPU world's ranks average their gradients (issue 13), one choice for every rank
+// How a GPU world's ranks average their gradients, one choice for every rank
 // since every rank of a collective must be on the same transport: what
 // --process-group-backend asks for, against what the placement and the ranks' NCCL allow.
 //   nccl: NCCL on the GPUs, also in a world of one (a check of the path); refused, naming

@@ -1,5 +1,5 @@
 #pragma once
-// Starting and checking the world of ranks (DESIGN §3): `ddpscope train --devices 3`
+// Starting and checking the world of ranks: `ddpscope train --devices 3`
 // started by hand re-runs itself under mpirun; started by mpirun or srun it takes the world
 // it is given, after checking that it is the one the options ask for.
 #include <chrono>

@@ -50,7 +50,7 @@ std::unique_ptr<Optimizer> OptimizerShard::gather(Optimizer& shard, const Optimi
   DDP_CHECK(sharded_, "gather() of an unsharded optimizer: checkpoint the optimizer itself");
   std::size_t total = 0;
   for (int c : counts_) total += static_cast<std::size_t>(c);
-  std::unique_ptr<Optimizer> whole = make_optimizer(config, total, shard.place());
+  std::unique_ptr<Optimizer> whole = make_optimizer(config, total);
   const auto mine_state = shard.state();
   const auto whole_state = whole->state();
   DDP_CHECK_EQ(mine_state.size(), whole_state.size(), "the optimizers keep different state");

@@ -1,5 +1,5 @@
 #pragma once
-// compare and doctor (DESIGN §5), as a pipeline: plan the runs (the configuration at each
+// compare and doctor, as a pipeline: plan the runs (the configuration at each
 // device count, then, for doctor, the ablations); run them; probe the allreduce and fit the
 // scaling model; predict and find the problems, into a DoctorResult (doctor_result.h); then
 // write compare.json or doctor.json and report.html into the doctor's own run folder and print.

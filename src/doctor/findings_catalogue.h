@@ -1,5 +1,5 @@
 #pragma once
-// The catalogue's findings (issue 15; docs/scaling-guide.md, one section each): oversubscribed
+// The catalogue's findings (docs/scaling-guide.md, one section each): oversubscribed
 // threads, input starvation, extra collectives per step, per-device batch semantics and the
 // bucket-size sweep. Rules over the same FindingInputs as findings.h, called by find_problems.
 #include <cstdint>

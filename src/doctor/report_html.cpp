@@ -19,7 +19,7 @@ namespace {
 using Points = ReportPoints;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// Predictions further off than this are flagged; the doctor's accuracy goal (issue 5).
+// Predictions further off than this are flagged: the doctor aims to predict within 15 %.
 constexpr double kPredictionTolerance = 0.15;
 // More samples than this per device add nothing visible and bloat the file.
 constexpr std::size_t kMaxPointsPerSeries = 1500;
@@ -558,7 +558,7 @@ std::string predictions_section(const ReportView& view, int number) {
       "<h3>Predicted wall time</h3><table id=\"predictions\"><thead><tr><th>run</th><th class=\"num\">devices</th>"
       "<th>interconnect</th><th class=\"num\">batch</th><th class=\"num\">width</th>";
   const std::vector<PredictionView>& predictions = view.predictions;
-  // Depth is a column only where the doctor predicted it (issue 5 varies layers as the seed's author did).
+  // Depth is a column only where the doctor predicted it (it varies the layers when asked, as the seed's author did).
   const bool with_layers = std::any_of(predictions.begin(), predictions.end(),
                                        [](const PredictionView& p) { return std::isfinite(p.hidden_layers); });
   if (with_layers) out += "<th class=\"num\">layers</th>";

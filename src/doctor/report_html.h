@@ -1,5 +1,5 @@
 #pragma once
-// report.html (DESIGN §2, §5): one self-contained page over doctor.json or compare.json —
+// report.html: one self-contained page over doctor.json or compare.json —
 // the question and setup, speedup, phases, device utilization, ablations, findings,
 // predictions and the commands to reproduce. Inline CSS and static SVG only, so it opens
 // without a network and prints as it looks.

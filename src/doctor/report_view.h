@@ -1,7 +1,7 @@
 #pragma once
 // What report.html shows, as plain data: build_report_view reads a doctor.json or compare.json
 // document into it, and render_report_html (report_html.h) only formats it. Reading is lenient
-// by design (DESIGN §5): a missing or mistyped field becomes an absent value (NaN, "", an empty
+// by design: a missing or mistyped field becomes an absent value (NaN, "", an empty
 // list), never an error, so that a report renders from any file a user points it at.
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The scaling model (DESIGN §5.3): every phase of a run's wall time as a price per unit of
+// The scaling model: every phase of a run's wall time as a price per unit of
 // work, fitted by least squares to measured runs and used to predict other configurations.
 //
 // Work is counted by count_workload() (workload_counts.h); per rank (rank zero), with

@@ -1,5 +1,5 @@
 #pragma once
-// A stream's work captured once as a CUDA graph and replayed with one launch (issue 12: a
+// A stream's work captured once as a CUDA graph and replayed with one launch (a
 // step costs one launch instead of one per kernel).
 #include <cuda_runtime_api.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// What the GPU engine needs to make a dataset's samples itself (issue 12: no host-to-device
+// What the GPU engine needs to make a dataset's samples itself (no host-to-device
 // copy inside a step), without CUDA's types: the random and teacher datasets are regenerated
 // on the device from their Philox counters (the CPU's own functions, bit for bit), a CSV
 // file's rows are uploaded once. Any other dataset has no GPU form.

@@ -1,5 +1,5 @@
 #pragma once
-// The Trainer's GPU (issue 12): the seed's step on one device (gpu/train_step_gpu.h) behind a
+// The Trainer's GPU: the seed's step on one device (gpu/train_step_gpu.h) behind a
 // header without CUDA's types, so that the Trainer builds alike with and without CUDA. The
 // host keeps its Mlp and Optimizer as the checkpoints' copy: they are uploaded once and read
 // back only where the Trainer writes them (checkpoints, the run's end). A build without CUDA
@@ -33,7 +33,7 @@ struct GpuTrainingSpec {
   int64_t accumulate = 1;
   GpuDataSpec data;             // the dataset, an epoch's samples on one rank and the validation set
   int64_t max_epoch_steps = 0;  // the optimizer steps of the longest epoch
-  // More than one rank (issue 13): this rank's GPU (an index among its host's visible ones),
+  // More than one rank: this rank's GPU (an index among its host's visible ones),
   // its place in the world (its validation samples are rank, rank + world, ...) and, through
   // host memory, the ranks' average of a step's gradients, in place.
   int device = 0;

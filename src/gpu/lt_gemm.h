@@ -1,5 +1,5 @@
 #pragma once
-// Row-major GEMMs on the device through cuBLASLt (issue 12), with a bias fused into the
+// Row-major GEMMs on the device through cuBLASLt, with a bias fused into the
 // product (its epilogue). The same arguments as tensor/gemm.h's host gemm:
 //   C (m,n) = op(A) (m,k) * op(B) (k,n) + beta * C, all row-major with leading dimensions,
 // then + bias[j] on every row when a bias is given. No ReLU epilogue: cuBLASLt's makes a NaN

@@ -1,5 +1,5 @@
 #pragma once
-// The MLP's forward and backward on the device (issue 12), over the flat parameter and
+// The MLP's forward and backward on the device, over the flat parameter and
 // gradient buffers in the host's layout (layer_layout), so a checkpoint is the same bytes
 // on either. The order of work is nn/mlp.cpp's, one layer at a time:
 //   forward, layer l:   y_l (b,out) = x_l (b,in) W_l^T + bias, ReLU but on the last layer

@@ -1,5 +1,5 @@
 #pragma once
-// The MSE loss and its gradient in one kernel (issue 12: a fused loss), with the loss kept on
+// The MSE loss and its gradient in one kernel (a fused loss), with the loss kept on
 // the device: each launch adds the micro-batch's sum of squared differences to a device
 // accumulator and raises a device flag for a non-finite difference, so the host reads them at
 // logging steps and at the epoch's end instead of syncing every step.

@@ -1,5 +1,5 @@
 #pragma once
-// The GPU ranks' NCCL communicator (issue 13), started as llm.c starts it: rank 0 makes the
+// The GPU ranks' NCCL communicator, started as llm.c starts it: rank 0 makes the
 // unique id, MPI carries it to the others (new_nccl_id, then the Trainer's broadcast), and
 // every rank joins on its current GPU. Its allreduce is enqueued on a stream, so a step's
 // stream capture holds it. The host waits for such work only through synchronize(), which

@@ -1,5 +1,5 @@
 #pragma once
-// Where the training is, in device memory (issue 12: one CUDA graph per optimizer step). A
+// Where the training is, in device memory (one CUDA graph per optimizer step). A
 // captured graph's kernel arguments are fixed, so what changes from step to step (which
 // samples a micro-batch takes, the optimizer's per-step scalars) is read by the kernels from
 // here, and one small kernel at the end of each step moves it on. The host writes it once

@@ -1,5 +1,5 @@
 #pragma once
-// The seed's training step on one GPU (issue 12): an MLP with an MSE loss on the random or
+// The seed's training step on one GPU: an MLP with an MSE loss on the random or
 // teacher dataset or a CSV file's rows. Per optimizer step: the gradients zeroed; for each of
 // its k micro-batches, the samples made on the device from the epoch's order (gpu/gpu_samples.h),
 // forward, the fused loss and its gradient (Lightning's loss / k), backward; then the
@@ -9,7 +9,7 @@
 // allocated by the constructor, nothing is copied between host and device inside a step, and
 // each micro-batch's loss stays on the device until epoch_sum_squares(). validate() is the
 // forward and loss alone over the dataset in order, captured likewise. With more than one
-// rank, the ranks average the step's gradients (issue 13). Over NCCL the average is part of
+// rank, the ranks average the step's gradients. Over NCCL the average is part of
 // the step (dist/gpu_step_schedule.h's order): in the last micro-batch's backward, each
 // bucket's allreduce starts on a stream of its own once its layers' gradients are done, and
 // the optimizer waits for the last one; the graph holds all of it. ZeRO-1 over NCCL reduces

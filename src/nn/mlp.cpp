@@ -27,11 +27,11 @@ void check_batch(int64_t b, const Workspace& work) {
 
 }  // namespace
 
-Mlp::Mlp(const MlpShape& shape, Place place)
+Mlp::Mlp(const MlpShape& shape)
     : shape_(checked(shape)),
       layers_(layer_layout(shape_)),
-      params_(parameter_count(layers_), place),
-      grads_(parameter_count(layers_), place) {}
+      params_(parameter_count(layers_)),
+      grads_(parameter_count(layers_)) {}
 
 void Mlp::init_like_pytorch(uint64_t seed) {
   // nn.Linear's kaiming_uniform_(a=sqrt(5)) for the weight and its bias init both reduce to
@@ -58,9 +58,9 @@ const float* Mlp::forward(const float* x, int64_t b, Workspace& work) const {
     const LinearLayout& layer = layers_[l];
     float* y = work.activation(l);
     // y (b,out) = input (b,in) * W^T, W is (out,in)
-    gemm(place(), Trans::kNo, Trans::kYes, b, layer.out, layer.in, 1.0f, input, layer.in, p + layer.weight_offset,
-         layer.in, 0.0f, y, layer.out);
-    bias_activation_forward(place(), y, p + layer.bias_offset, b, layer.out, l != last);
+    gemm(Trans::kNo, Trans::kYes, b, layer.out, layer.in, 1.0f, input, layer.in, p + layer.weight_offset, layer.in,
+         0.0f, y, layer.out);
+    bias_activation_forward(y, p + layer.bias_offset, b, layer.out, l != last);
     input = y;
   }
   return input;
@@ -79,17 +79,17 @@ void Mlp::backward(const float* x, int64_t b, Workspace& work,
   for (int64_t l = num_layers - 1; l >= 0; --l) {
     const LinearLayout& layer = layers_[static_cast<std::size_t>(l)];
     const float* input = l == 0 ? x : work.activation(static_cast<std::size_t>(l - 1));
-    if (l != num_layers - 1) relu_backward(place(), dy, work.activation(static_cast<std::size_t>(l)), b, layer.out);
+    if (l != num_layers - 1) relu_backward(dy, work.activation(static_cast<std::size_t>(l)), b, layer.out);
     // dW (out,in) += dy^T (out,b) * input (b,in)
-    gemm(place(), Trans::kYes, Trans::kNo, layer.out, layer.in, b, 1.0f, dy, layer.out, input, layer.in, 1.0f,
+    gemm(Trans::kYes, Trans::kNo, layer.out, layer.in, b, 1.0f, dy, layer.out, input, layer.in, 1.0f,
          g + layer.weight_offset, layer.in);
-    bias_grad(place(), dy, g + layer.bias_offset, b, layer.out);
+    bias_grad(dy, g + layer.bias_offset, b, layer.out);
     // Report before computing dx so that communication of this layer overlaps the rest.
     if (on_layer_done) on_layer_done(l);
     if (l == 0) break;  // nobody needs dLoss/dX
     // dx (b,in) = dy (b,out) * W (out,in)
-    gemm(place(), Trans::kNo, Trans::kNo, b, layer.in, layer.out, 1.0f, dy, layer.out, p + layer.weight_offset,
-         layer.in, 0.0f, dx, layer.in);
+    gemm(Trans::kNo, Trans::kNo, b, layer.in, layer.out, 1.0f, dy, layer.out, p + layer.weight_offset, layer.in, 0.0f,
+         dx, layer.in);
     std::swap(dy, dx);
   }
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The utilization of the device this rank drives (issue 4), measured two ways:
+// The utilization of the device this rank drives, measured two ways:
 // - DeviceMonitor samples on its own thread every interval_ms, so the training thread pays
 //   only for reading the latest sample (a short lock);
 // - PerStepProbe is the seed's habit, kept to measure its cost: inside every training step

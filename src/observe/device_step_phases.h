@@ -1,5 +1,5 @@
 #pragma once
-// A GPU step's phases as the device ran them (issue 12): CUDA events recorded between the
+// A GPU step's phases as the device ran them: CUDA events recorded between the
 // step's pieces, read once the host has waited for the device anyway (at logging steps and
 // epoch ends). A step's kernels are enqueued, not run, by the host, so the host's clock sees
 // only launching and waiting (the phase "other"); the events say which part of that time the

@@ -1,6 +1,6 @@
 #pragma once
 // GPU utilization and memory through NVML, with libnvidia-ml.so.1 opened by dlopen at run
-// time (DESIGN §8), so one binary runs with or without an NVIDIA driver. We declare the
+// time, so one binary runs with or without an NVIDIA driver. We declare the
 // handful of NVML entry points ourselves instead of including nvml.h: the header comes
 // with the CUDA toolkit, which a CPU-only build does not have.
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// The phases of a rank's wall time (DESIGN §2). Every moment of a run belongs to one.
+// The phases of a rank's wall time. Every moment of a run belongs to one.
 #include <array>
 #include <cstddef>
 #include <string_view>

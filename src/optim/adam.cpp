@@ -5,20 +5,12 @@
 
 namespace ddp {
 
-Adam::Adam(const OptimizerConfig& config, std::size_t num_params, Place place)
-    : Optimizer(place), config_(config), exp_avg_(num_params, place), exp_avg_sq_(num_params, place) {
+Adam::Adam(const OptimizerConfig& config, std::size_t num_params)
+    : config_(config), exp_avg_(num_params), exp_avg_sq_(num_params) {
   DDP_CHECK(config.kind == OptimizerKind::kAdam || config.kind == OptimizerKind::kAdamW);
 }
 
 void Adam::step(std::span<float> params, std::span<const float> grads) {
-  switch (place_) {
-    case Place::kHost:
-      return step_on_host(params, grads);
-  }
-  place_not_built(place_);
-}
-
-void Adam::step_on_host(std::span<float> params, std::span<const float> grads) {
   const std::size_t n = exp_avg_.size();
   DDP_CHECK_EQ(params.size(), n, "params differ from the optimizer's size");
   DDP_CHECK_EQ(grads.size(), n, "grads differ from the optimizer's size");

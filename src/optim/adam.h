@@ -11,13 +11,12 @@ namespace ddp {
 class Adam final : public Optimizer {
  public:
   // config.kind is kAdam (L2 added to the gradient) or kAdamW (decoupled decay).
-  Adam(const OptimizerConfig& config, std::size_t num_params, Place place = Place::kHost);
+  Adam(const OptimizerConfig& config, std::size_t num_params);
 
   void step(std::span<float> params, std::span<const float> grads) override;
   std::vector<std::pair<std::string, std::span<float>>> state() override;
 
  private:
-  void step_on_host(std::span<float> params, std::span<const float> grads);
   OptimizerConfig config_;
   Buffer exp_avg_;     // m, (num_params)
   Buffer exp_avg_sq_;  // v, (num_params)

@@ -46,10 +46,10 @@ void validate(const OptimizerConfig& config) {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::size_t num_params, Place place) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::size_t num_params) {
   validate(config);
-  if (config.kind == OptimizerKind::kSgd) return std::make_unique<Sgd>(config, num_params, place);
-  return std::make_unique<Adam>(config, num_params, place);
+  if (config.kind == OptimizerKind::kSgd) return std::make_unique<Sgd>(config, num_params);
+  return std::make_unique<Adam>(config, num_params);
 }
 
 }  // namespace ddp

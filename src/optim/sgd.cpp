@@ -5,23 +5,12 @@
 
 namespace ddp {
 
-Sgd::Sgd(const OptimizerConfig& config, std::size_t num_params, Place place)
-    : Optimizer(place),
-      config_(config),
-      num_params_(num_params),
-      momentum_buffer_(config.momentum != 0.0 ? num_params : 0, place) {
+Sgd::Sgd(const OptimizerConfig& config, std::size_t num_params)
+    : config_(config), num_params_(num_params), momentum_buffer_(config.momentum != 0.0 ? num_params : 0) {
   DDP_CHECK_EQ(config.kind, OptimizerKind::kSgd);
 }
 
 void Sgd::step(std::span<float> params, std::span<const float> grads) {
-  switch (place_) {
-    case Place::kHost:
-      return step_on_host(params, grads);
-  }
-  place_not_built(place_);
-}
-
-void Sgd::step_on_host(std::span<float> params, std::span<const float> grads) {
   const std::size_t n = num_params_;
   DDP_CHECK_EQ(params.size(), n, "params differ from the optimizer's size");
   DDP_CHECK_EQ(grads.size(), n, "grads differ from the optimizer's size");

@@ -95,13 +95,9 @@ std::string_view gemm_backend_name(GemmBackend backend) {
   return {};
 }
 
-void gemm(Place place, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  switch (place) {
-    case Place::kHost:
-      return gemm_with(gemm_backend_for(m, n, k), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  }
-  place_not_built(place);
+void gemm(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  gemm_with(gemm_backend_for(m, n, k), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha,

@@ -17,10 +17,9 @@ GemmBackend gemm_backend_for(int64_t m, int64_t n, int64_t k);
 std::string_view gemm_backend_name(GemmBackend backend);
 
 // A is (M,K) stored as given by trans_a (so (K,M) in memory when transposed), lda its row
-// stride; likewise B (K,N) and C (M,N). place: where A, B and C live (the host's libraries
-// for Place::kHost; a place this build has no GEMM for is a check failure).
-void gemm(Place place, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// stride; likewise B (K,N) and C (M,N), all in host memory.
+void gemm(Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // Same, forcing one library (benchmarks and tests compare them).
 void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int64_t n, int64_t k, float alpha,

@@ -8,11 +8,9 @@
 // reordering the sum; the library is built with OpenMP, so the pragma is honoured.
 
 namespace ddp {
-namespace {
 
 // y is (B,O), bias is (O).
-void bias_activation_forward_on_host(float* __restrict__ y, const float* __restrict__ bias, int64_t b, int64_t o,
-                                     bool relu) {
+void bias_activation_forward(float* __restrict__ y, const float* __restrict__ bias, int64_t b, int64_t o, bool relu) {
   DDP_CHECK_GE(b, 0);
   DDP_CHECK_GE(o, 0);
   for (int64_t i = 0; i < b; ++i) {
@@ -32,7 +30,7 @@ void bias_activation_forward_on_host(float* __restrict__ y, const float* __restr
 
 // dy and y are (B,O). Zero where y <= 0, as torch's threshold_backward: the gradient at
 // exactly 0 is 0.
-void relu_backward_on_host(float* __restrict__ dy, const float* __restrict__ y, int64_t b, int64_t o) {
+void relu_backward(float* __restrict__ dy, const float* __restrict__ y, int64_t b, int64_t o) {
   DDP_CHECK_GE(b, 0);
   DDP_CHECK_GE(o, 0);
   const int64_t count = b * o;
@@ -40,7 +38,7 @@ void relu_backward_on_host(float* __restrict__ dy, const float* __restrict__ y, 
 }
 
 // dy is (B,O), db is (O). Row by row so the inner loop runs along contiguous memory.
-void bias_grad_on_host(const float* __restrict__ dy, float* __restrict__ db, int64_t b, int64_t o) {
+void bias_grad(const float* __restrict__ dy, float* __restrict__ db, int64_t b, int64_t o) {
   DDP_CHECK_GE(b, 0);
   DDP_CHECK_GE(o, 0);
   for (int64_t i = 0; i < b; ++i) {
@@ -49,7 +47,7 @@ void bias_grad_on_host(const float* __restrict__ dy, float* __restrict__ db, int
   }
 }
 
-double mse_loss_on_host(const float* __restrict__ pred, const float* __restrict__ target, int64_t b, int64_t o) {
+double mse_loss(const float* __restrict__ pred, const float* __restrict__ target, int64_t b, int64_t o) {
   DDP_CHECK_GT(b, 0, "the MSE of an empty batch is undefined");
   DDP_CHECK_GT(o, 0, "the MSE of an empty batch is undefined");
   const int64_t count = b * o;
@@ -65,56 +63,13 @@ double mse_loss_on_host(const float* __restrict__ pred, const float* __restrict_
 
 // pred, target, dpred are (B,O), contiguous, so treated as one vector of B*O. The scale is
 // folded into one float factor, so each element costs one subtraction and one product.
-void mse_loss_gradient_on_host(const float* __restrict__ pred, const float* __restrict__ target,
-                               float* __restrict__ dpred, int64_t b, int64_t o, float scale) {
+void mse_loss_gradient(const float* __restrict__ pred, const float* __restrict__ target, float* __restrict__ dpred,
+                       int64_t b, int64_t o, float scale) {
   DDP_CHECK_GT(b, 0, "the MSE of an empty batch is undefined");
   DDP_CHECK_GT(o, 0, "the MSE of an empty batch is undefined");
   const int64_t count = b * o;
   const float grad_scale = mse_gradient_scale(scale, count);
   for (int64_t i = 0; i < count; ++i) dpred[i] = mse_gradient(grad_scale, pred[i], target[i]);
-}
-
-}  // namespace
-
-void bias_activation_forward(Place place, float* y, const float* bias, int64_t b, int64_t o, bool relu) {
-  switch (place) {
-    case Place::kHost:
-      return bias_activation_forward_on_host(y, bias, b, o, relu);
-  }
-  place_not_built(place);
-}
-
-void relu_backward(Place place, float* dy, const float* y, int64_t b, int64_t o) {
-  switch (place) {
-    case Place::kHost:
-      return relu_backward_on_host(dy, y, b, o);
-  }
-  place_not_built(place);
-}
-
-void bias_grad(Place place, const float* dy, float* db, int64_t b, int64_t o) {
-  switch (place) {
-    case Place::kHost:
-      return bias_grad_on_host(dy, db, b, o);
-  }
-  place_not_built(place);
-}
-
-double mse_loss(Place place, const float* pred, const float* target, int64_t b, int64_t o) {
-  switch (place) {
-    case Place::kHost:
-      return mse_loss_on_host(pred, target, b, o);
-  }
-  place_not_built(place);
-}
-
-void mse_loss_gradient(Place place, const float* pred, const float* target, float* dpred, int64_t b, int64_t o,
-                       float scale) {
-  switch (place) {
-    case Place::kHost:
-      return mse_loss_gradient_on_host(pred, target, dpred, b, o, scale);
-  }
-  place_not_built(place);
 }
 
 }  // namespace ddp

@@ -1,5 +1,5 @@
 #pragma once
-// Checkpoints and parameter files in safetensors format (DESIGN §2, issue 6).
+// Checkpoints and parameter files in safetensors format.
 //
 // A checkpoint holds, as tensors (all F32 unless said):
 //   layers.<l>.weight [out, in], layers.<l>.bias [out]        l = 0..L-1, PyTorch's names

@@ -5,14 +5,14 @@
 
 namespace ddp {
 
-Loss Loss::mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols, Place place) {
+Loss Loss::mse(double value, const float* prediction, const float* target, int64_t rows, int64_t cols) {
   DDP_CHECK(prediction != nullptr && target != nullptr && rows > 0 && cols > 0);
-  return Loss(value, prediction, target, rows, cols, place);
+  return Loss(value, prediction, target, rows, cols);
 }
 
 void Loss::write_gradient(float* gradient, float scale) const {
   DDP_CHECK(has_gradient(), "a Loss without a gradient cannot seed backward");
-  mse_loss_gradient(place_, prediction_, target_, gradient, rows_, cols_, scale);
+  mse_loss_gradient(prediction_, target_, gradient, rows_, cols_, scale);
 }
 
 }  // namespace ddp

@@ -12,7 +12,7 @@ LightningModule::LightningModule(const MlpShape& shape, uint64_t seed) : network
 
 void LightningModule::reserve_batch(int64_t max_batch) {
   DDP_CHECK_GT(max_batch, 0, "reserve_batch needs a batch of at least one row");
-  if (max_batch != workspace_.max_batch()) workspace_ = Workspace(network_.shape(), max_batch, network_.place());
+  if (max_batch != workspace_.max_batch()) workspace_ = Workspace(network_.shape(), max_batch);
 }
 
 void LightningModule::log_to(MetricSink* sink, int64_t batch_size) {
@@ -24,8 +24,7 @@ const float* LightningModule::forward(const Batch& batch) { return network_.forw
 
 Loss LightningModule::mse_loss(const float* y_pred, const Batch& batch) const {
   const int64_t cols = network_.shape().output_dim;
-  const Place place = network_.place();
-  return Loss::mse(ddp::mse_loss(place, y_pred, batch.y, batch.size, cols), y_pred, batch.y, batch.size, cols, place);
+  return Loss::mse(ddp::mse_loss(y_pred, batch.y, batch.size, cols), y_pred, batch.y, batch.size, cols);
 }
 
 void LightningModule::log(std::string_view name, double value) {

@@ -1,5 +1,5 @@
 #pragma once
-// The option table: one entry per option of DESIGN §1, shared by the command line, the
+// The option table: one entry per option of a run, shared by the command line, the
 // YAML config reader and hparams.yaml, so the three can never disagree.
 #include <functional>
 #include <string>

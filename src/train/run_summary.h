@@ -1,5 +1,5 @@
 #pragma once
-// What a run measured: the content of summary.json (schema ddpscope.summary/1, DESIGN §2)
+// What a run measured: the content of summary.json (schema ddpscope.summary/1)
 // as typed data. The trainer fills it and writes it; the doctor reads it back for its
 // table, findings, model and report. from_json(to_json(s)) == s, and a summary.json read
 // and written again is the same text.
@@ -71,7 +71,7 @@ struct RunSummary {
   AllreduceStats allreduce;  // rank zero's
   std::vector<AllreduceStats> allreduce_per_rank;
 
-  // Which rank is slow, and why (issue 15; filled by gather_sched_stats in train/gather_stats.h).
+  // Which rank is slow, and why (filled by gather_sched_stats in train/gather_stats.h).
   // Each rank's compute thread from the start of training to its end, indexed by rank; empty
   // when some rank could not read /proc (the run still succeeds).
   std::vector<SchedDelta> sched_per_rank;
@@ -80,7 +80,7 @@ struct RunSummary {
   ArrivalSummary arrivals;
   std::vector<std::string> warnings;  // what the run could not measure, in words
 
-  // Catalogue (issue 15), filled by Trainer::Run::finish through gather_thread_census: every
+  // Catalogue, filled by Trainer::Run::finish through gather_thread_census: every
   // rank's threads and thread settings near the end of training, indexed by rank.
   // Empty when read from a summary.json written before it.
   std::vector<ThreadCensus> threads_per_rank;

@@ -81,9 +81,9 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   optimizer_config_ = module.configure_optimizers();
   Mlp& net = module.network();
   shard_ = std::make_unique<OptimizerShard>(comm_, net.num_params(), options_.strategy == Strategy::kDdpZero1);
-  optimizer_ = make_optimizer(optimizer_config_, shard_->size(), net.place());
+  optimizer_ = make_optimizer(optimizer_config_, shard_->size());
   if (shard_->sharded()) {  // a checkpoint holds the whole state: each rank keeps its range of it
-    const std::unique_ptr<Optimizer> whole = make_optimizer(optimizer_config_, net.num_params(), net.place());
+    const std::unique_ptr<Optimizer> whole = make_optimizer(optimizer_config_, net.num_params());
     start_point_ = restore_start(options_, outputs_.hparams(), comm_, net, *whole, optimizer_config_.kind);
     shard_->take_mine(*whole, *optimizer_);
   } else {

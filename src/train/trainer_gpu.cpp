@@ -1,4 +1,4 @@
-// The Trainer's loop on GPUs (issue 12; ranks, issue 13): the epochs, steps, logging,
+// The Trainer's loop on GPUs: the epochs, steps, logging,
 // checkpoints and stops of trainer.cpp's CPU loop, with each optimizer step one
 // GpuTraining::step (a CUDA graph's launch, enqueued only) and the losses read from the
 // device only where the host needs them: at logging steps, before a checkpoint and at each

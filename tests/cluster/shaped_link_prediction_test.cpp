@@ -1,4 +1,4 @@
-// The doctor's prediction checked on a shaped link (issue 14): it fits its model across the
+// The doctor's prediction checked on a shaped link: it fits its model across the
 // two namespace hosts at 1 Gbit/s in both directions, then predicts a configuration it did
 // not run (another batch size, more epochs) at 2 devices. Runs alone: other tests' processes
 // on the two cores would move the runs and the fit apart. Not under the sanitizers, whose

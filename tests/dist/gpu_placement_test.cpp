@@ -1,4 +1,4 @@
-// Which GPU each rank takes and which transport the world's gradients use (issue 13).
+// Which GPU each rank takes and which transport the world's gradients use.
 #include "dist/gpu_placement.h"
 
 #include <gtest/gtest.h>

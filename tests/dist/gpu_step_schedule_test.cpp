@@ -1,4 +1,4 @@
-// The GPU step's order of work (issue 13), checked as CUDA would run it: ops on one stream
+// The GPU step's order of work, checked as CUDA would run it: ops on one stream
 // in issue order, a wait orders its stream after everything before the event's record, and
 // a host op runs once all device work issued before it is done (and before what follows).
 #include "dist/gpu_step_schedule.h"

@@ -47,7 +47,7 @@ Batch make_batch(int rank, int step) {
 // forward and the loss gradient, scaled by scale, ready for backward.
 void forward_and_loss(const Mlp& model, Workspace& work, const Batch& batch, float scale) {
   model.forward(batch.x.data(), kBatch, work);
-  mse_loss_gradient(Place::kHost, work.output(), batch.y.data(), work.output_gradient(), kBatch, 1, scale);
+  mse_loss_gradient(work.output(), batch.y.data(), work.output_gradient(), kBatch, 1, scale);
 }
 
 AllreduceStats train_micro_batches(Communicator& comm, Mlp& model, GradReducer& reducer, int steps, int accumulate,

@@ -1,4 +1,4 @@
-// Which transport a GPU world's gradients take, for each --process-group-backend (issue 13).
+// Which transport a GPU world's gradients take, for each --process-group-backend.
 #include "dist/grad_transport_choice.h"
 
 #include <gtest/gtest.h>

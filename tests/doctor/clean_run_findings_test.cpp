@@ -1,5 +1,5 @@
 // A configuration without a problem gets none of the cause findings, over several runs, so
-// that noise alone never writes one (issue 15): the same small 1- and 2-device runs as the
+// that noise alone never writes one: the same small 1- and 2-device runs as the
 // injection tests, each time read back as the doctor reads them, through every rule.
 #include <gtest/gtest.h>
 

@@ -51,7 +51,7 @@ TEST(RunNoise, AFailedRunOrOneWithoutASpreadHasNoSample) {
   EXPECT_FALSE(sample_of(one_repeat));
 }
 
-// The seed's case (issue 15): syncing every micro-batch, a change that can only cost, was
+// The seed's case: syncing every micro-batch, a change that can only cost, was
 // measured 2.8 % faster. With epochs that vary as the seed's do on a shared machine, that is
 // inside the band, and said so.
 TEST(RunNoise, TheSeedsSyncEveryMicroBatchAtMinus2Point8PercentIsNoMeasurableEffect) {

@@ -1,5 +1,5 @@
 // On a GPU machine: each dataset the GPU engine trains on, made on the device, is the CPU's
-// Dataset::fill bit for bit (issue 12: a sample is the same whichever device made it). Skipped
+// Dataset::fill bit for bit (a sample is the same whichever device made it). Skipped
 // where no GPU is visible.
 #include <gtest/gtest.h>
 

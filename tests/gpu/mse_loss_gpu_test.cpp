@@ -26,8 +26,8 @@ TEST(GpuMseLoss, GradientIsTheHostsBitForBitAndTheLossAgrees) {
     target[i] = std::cos(0.7f * static_cast<float>(i));
   }
   const float scale = 1.0f / 3;  // accumulate_grad_batches = 3
-  const double host_loss = mse_loss(Place::kHost, pred.data(), target.data(), b, o);
-  mse_loss_gradient(Place::kHost, pred.data(), target.data(), host_grad.data(), b, o, scale);
+  const double host_loss = mse_loss(pred.data(), target.data(), b, o);
+  mse_loss_gradient(pred.data(), target.data(), host_grad.data(), b, o, scale);
   const MseOnGpu gpu = mse_loss_and_gradient_on_gpu(pred, target, scale);
   EXPECT_NEAR(gpu.loss, host_loss, 1e-12 * host_loss);
   EXPECT_FALSE(gpu.nonfinite);

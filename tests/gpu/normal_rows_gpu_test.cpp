@@ -1,5 +1,5 @@
 // On a GPU machine: the datasets' normals made on the device are the CPU's, bit for bit
-// (issue 12: a sample is the same whichever device made it). Skipped where no GPU is visible.
+// (a sample is the same whichever device made it). Skipped where no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <numeric>

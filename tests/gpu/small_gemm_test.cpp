@@ -72,8 +72,8 @@ struct Operands {
   // The host GEMM, then the bias.
   std::vector<float> reference(float beta, bool with_bias) const {
     std::vector<float> out = c;
-    ddp::gemm(Place::kHost, shape.trans_a ? Trans::kYes : Trans::kNo, shape.trans_b ? Trans::kYes : Trans::kNo, shape.m,
-              shape.n, shape.k, 1.0f, a.data(), lda, b.data(), ldb, beta, out.data(), ldc);
+    ddp::gemm(shape.trans_a ? Trans::kYes : Trans::kNo, shape.trans_b ? Trans::kYes : Trans::kNo, shape.m, shape.n,
+              shape.k, 1.0f, a.data(), lda, b.data(), ldb, beta, out.data(), ldc);
     for (int64_t i = 0; i < shape.m; ++i) {
       for (int64_t j = 0; j < shape.n; ++j) {
         if (with_bias) out[static_cast<std::size_t>(i * ldc + j)] += bias[static_cast<std::size_t>(j)];

@@ -101,9 +101,8 @@ Trained train_on_host(const OptimizerConfig& optimizer, int epochs) {
         data.fill(epoch, std::span<const int64_t>(order).subspan(start, b), x.data(), y.data());
         start += b;
         const float* pred = mlp.forward(x.data(), b, work);
-        out.sum_squares.push_back(mse_loss(Place::kHost, pred, y.data(), b, kShape.output_dim) * b * kShape.output_dim);
-        mse_loss_gradient(Place::kHost, pred, y.data(), work.output_gradient(), b, kShape.output_dim,
-                          1.0f / kAccumulate);
+        out.sum_squares.push_back(mse_loss(pred, y.data(), b, kShape.output_dim) * b * kShape.output_dim);
+        mse_loss_gradient(pred, y.data(), work.output_gradient(), b, kShape.output_dim, 1.0f / kAccumulate);
         mlp.backward(x.data(), b, work);
       }
       opt->step(mlp.params(), mlp.grads());
@@ -163,7 +162,7 @@ TEST(GpuTrainStep, TheCapturedGraphMakesTheEagerKernelsBits) {
   }
 }
 
-// The host-memory transport's two-part step (issue 13), with an average over one rank (the
+// The host-memory transport's two-part step, with an average over one rank (the
 // gradients unchanged), makes the one-graph step's bits; it is handed each step's gradients
 // once, with values in them.
 TEST(GpuTrainStep, TheStepThroughHostMemoryMakesTheOneGraphStepsBits) {
@@ -244,8 +243,7 @@ TEST(GpuTrainStep, ValidationIsTheHostsMseOverTheDatasetInOrder) {
       std::vector<int64_t> indices(static_cast<std::size_t>(b));
       std::iota(indices.begin(), indices.end(), start);
       data.fill(epoch, indices, x.data(), y.data());
-      host += mse_loss(Place::kHost, mlp.forward(x.data(), b, work), y.data(), b, kShape.output_dim) * b *
-              kShape.output_dim;
+      host += mse_loss(mlp.forward(x.data(), b, work), y.data(), b, kShape.output_dim) * b * kShape.output_dim;
     }
     const GpuLossTotals eager = gpu.validate(epoch, kSamples), graph = gpu.validate(epoch, kSamples);
     EXPECT_FALSE(eager.nonfinite);

@@ -196,7 +196,7 @@ TEST(TrainerGpu, AutoTrainsOnTheGpuAndSaysSo) {
   EXPECT_NE(more.err.find("; using cpu"), std::string::npos) << more.err;
 }
 
-// DDP and ZeRO-1 on GPU ranks (issue 13: over NCCL with a GPU per rank, else through host
+// DDP and ZeRO-1 on GPU ranks (over NCCL with a GPU per rank, else through host
 // memory; on one GPU the ranks share it): the same losses and parameters as the same ranks on CPU, and as
 // one rank with the ranks' batch together.
 TEST(TrainerGpu, TwoGpuRanksTrainAsTwoCpuRanksAndAsOneRankWithTheirBatchWithDdpAndZero1) {

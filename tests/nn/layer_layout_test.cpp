@@ -40,11 +40,10 @@ TEST(LayerLayout, IsTheMlpsOwnAndNeedsNoModel) {
   EXPECT_EQ(parameter_count(wide), 10 * h + h + 3 * (h * h + h) + h + 1);
 }
 
-TEST(Workspace, KnowsItsBatchAndPlaceAndIsApartFromTheParameters) {
+TEST(Workspace, KnowsItsBatchAndIsApartFromTheParameters) {
   const MlpShape shape{.input_dim = 4, .hidden_size = 8, .hidden_layers = 1, .output_dim = 2};
   Mlp mlp(shape);
   mlp.init_like_pytorch(1);
-  EXPECT_EQ(mlp.place(), Place::kHost);
   Workspace small(shape, 2);
   Workspace large(shape, 6);
   EXPECT_EQ(small.max_batch(), 2);
@@ -54,11 +53,6 @@ TEST(Workspace, KnowsItsBatchAndPlaceAndIsApartFromTheParameters) {
   const float* a = mlp.forward(x.data(), 2, small);
   const float* b = mlp.forward(x.data(), 2, large);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(a[i], b[i]) << i;
-}
-
-TEST(WorkspaceDeathTest, APlaceThatIsNotBuiltIsAnInternalError) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(Buffer(4, static_cast<Place>(1)), "this place is not built");
 }
 
 }  // namespace

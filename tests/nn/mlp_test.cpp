@@ -31,8 +31,8 @@ std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), 
 // After forward: the MSE against target (b, o), and scale * its gradient where backward
 // starts (the workspace's output gradient), as the Trainer seeds it.
 double loss_gradient(Workspace& work, const std::vector<float>& target, int64_t b, int64_t o, float scale) {
-  mse_loss_gradient(Place::kHost, work.output(), target.data(), work.output_gradient(), b, o, scale);
-  return mse_loss(Place::kHost, work.output(), target.data(), b, o);
+  mse_loss_gradient(work.output(), target.data(), work.output_gradient(), b, o, scale);
+  return mse_loss(work.output(), target.data(), b, o);
 }
 
 TEST(MlpShape, Widths) {

@@ -153,7 +153,7 @@ TEST_F(GemmTest, DispatchingGemmMatchesChosenBackend) {
     const std::vector<float> a = random_matrix(m * k, rng);
     const std::vector<float> b = random_matrix(n * k, rng);
     std::vector<float> via_gemm(m * n, 0.0f), via_backend(m * n, 0.0f);
-    gemm(Place::kHost, Trans::kNo, Trans::kYes, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, via_gemm.data(), n);
+    gemm(Trans::kNo, Trans::kYes, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, via_gemm.data(), n);
     gemm_with(gemm_backend_for(m, n, k), Trans::kNo, Trans::kYes, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f,
               via_backend.data(), n);
     EXPECT_EQ(via_gemm, via_backend) << "M=" << m << " N=" << n << " K=" << k;

@@ -14,7 +14,7 @@ namespace {
 TEST(Loss, MseCarriesItsValueAndWritesTheScaledGradient) {
   const std::vector<float> pred = {1.0f, 2.0f, -1.0f, 0.5f};
   const std::vector<float> target = {0.0f, 2.5f, 1.0f, 0.5f};
-  const double value = mse_loss(Place::kHost, pred.data(), target.data(), 2, 2);
+  const double value = mse_loss(pred.data(), target.data(), 2, 2);
   const Loss loss = Loss::mse(value, pred.data(), target.data(), 2, 2);
   EXPECT_TRUE(loss.has_gradient());
   EXPECT_EQ(loss.value(), value);

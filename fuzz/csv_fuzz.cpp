@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "base/check.h"
 #include "data/csv_dataset.h"
 #include "ddpscope/error.h"
 #include "fuzz_input_file.h"

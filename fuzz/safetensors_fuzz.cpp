@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "io/safetensors.h"
 

@@ -23,13 +23,6 @@ class PendingAllreduce {
   virtual bool test() = 0;
 };
 
-// A device queue that orders a collective after the kernels before it (a CUDA stream, with
-// the CUDA backend). Null on the host: the call runs on the calling thread.
-struct Stream {
-  void* handle = nullptr;
-  bool on_host() const { return handle == nullptr; }
-};
-
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -38,20 +31,19 @@ class Communicator {
   // In-place sums over all ranks.
   virtual void allreduce_sum(std::span<float> data) = 0;
   virtual void allreduce_sum(std::span<double> data) = 0;
-  // Starts an in-place sum; data must stay alive and untouched until wait() returns.
-  virtual std::unique_ptr<PendingAllreduce> allreduce_sum_async(std::span<float> data) = 0;
-  // In-place means over all ranks (the sum times 1/W, as the reducer always averaged),
-  // ordered on stream; host streams only until a device transport is built.
-  virtual void allreduce_mean(std::span<float> data, Stream stream) = 0;
-  // Starts one; the data holds the mean once wait() returns or test() returned true.
-  virtual std::unique_ptr<PendingAllreduce> allreduce_mean_async(std::span<float> data, Stream stream) = 0;
+  // In-place means over all ranks (the sum times 1/W, as the reducer always averaged), of
+  // host memory (GPU ranks average over NCCL, src/gpu/nccl_comm.h).
+  virtual void allreduce_mean(std::span<float> data) = 0;
+  // Starts one; data must stay alive and untouched until it holds the mean, once wait()
+  // returns or test() returned true.
+  virtual std::unique_ptr<PendingAllreduce> allreduce_mean_async(std::span<float> data) = 0;
   // ZeRO-1's two halves of an allreduce (a ring allreduce is a reduce-scatter followed by an
   // all-gather), over ranges: rank r owns counts[r] elements of data, in rank order, and the
   // counts add up to data.size(). After reduce_scatter_mean this rank's range holds the mean
   // over ranks and the rest of data is unspecified; after allgather_ranges every range holds
   // its owner's values on every rank.
-  virtual void reduce_scatter_mean(std::span<float> data, std::span<const int> counts, Stream stream) = 0;
-  virtual void allgather_ranges(std::span<float> data, std::span<const int> counts, Stream stream) = 0;
+  virtual void reduce_scatter_mean(std::span<float> data, std::span<const int> counts) = 0;
+  virtual void allgather_ranges(std::span<float> data, std::span<const int> counts) = 0;
   // Root's bytes to every rank.
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;

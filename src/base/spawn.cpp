@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include "base/check.h"
 #include "base/stop_signal.h"
 #include "ddpscope/error.h"
 

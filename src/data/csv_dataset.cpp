@@ -10,6 +10,7 @@
 #include <limits>
 #include <string_view>
 
+#include "base/check.h"
 #include "base/excerpt.h"
 #include "ddpscope/error.h"
 #include "io/read_file.h"

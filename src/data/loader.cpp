@@ -1,5 +1,6 @@
 #include "data/loader.h"
 
+#include "base/check.h"
 #include "observe/phase.h"
 
 #include <fmt/format.h>

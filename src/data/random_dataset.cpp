@@ -1,5 +1,6 @@
 #include "data/random_dataset.h"
 
+#include "base/check.h"
 #include "data/normal_rows.h"
 #include "ddpscope/error.h"
 #include "ddpscope/random.h"

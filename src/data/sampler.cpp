@@ -3,6 +3,7 @@
 #include <numeric>
 #include <utility>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "ddpscope/random.h"
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "base/check.h"
 #include "data/normal_rows.h"
 #include "ddpscope/error.h"
 #include "ddpscope/random.h"

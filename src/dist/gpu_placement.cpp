@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

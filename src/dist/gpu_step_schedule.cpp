@@ -1,5 +1,6 @@
 #include "dist/gpu_step_schedule.h"
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

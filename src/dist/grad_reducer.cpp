@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -49,7 +50,7 @@ void GradReducer::on_layer_done(int64_t layer) {
     if (!last) {  // finish() reduces the last one with the blocking allreduce
       const int64_t started = steady_now_ns();
       arrive(started);
-      in_flight_.push_back({slice(bucket), comm_.allreduce_mean_async(slice(bucket), Stream{}), started});
+      in_flight_.push_back({slice(bucket), comm_.allreduce_mean_async(slice(bucket)), started});
       ++stats_.calls;
       stats_.bytes += static_cast<int64_t>(bucket.bytes());
     }
@@ -65,7 +66,7 @@ void GradReducer::finish() {
   if (!options_.overlap) {
     const auto start = std::chrono::steady_clock::now();
     arrive(steady_ns(start));
-    comm_.allreduce_mean(grads_, Stream{});
+    comm_.allreduce_mean(grads_);
     count(grads_, seconds_since(start));
     record(steady_ns(start), steady_now_ns(), grads_.size_bytes(), backward_end);
     return;
@@ -80,7 +81,7 @@ void GradReducer::finish() {
   const std::span<float> last = slice(buckets_.back());
   const auto start = std::chrono::steady_clock::now();
   arrive(steady_ns(start));
-  comm_.allreduce_mean(last, Stream{});
+  comm_.allreduce_mean(last);
   count(last, seconds_since(start));
   record(steady_ns(start), steady_now_ns(), last.size_bytes(), backward_end);
 }

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "base/excerpt.h"
 #include "base/process_tree.h"
 #include "base/spawn.h"

@@ -1,6 +1,7 @@
 #include "dist/mpi_communicator.h"
 
 #include <unistd.h>
+#include "base/check.h"
 #include "dist/mpi_c.h"
 
 #include <fmt/format.h>
@@ -45,14 +46,12 @@ void scale_to_mean(std::span<float> data, int world) {
   for (float& x : data) x *= inverse;
 }
 
-void check_host(Stream stream) { DDP_CHECK(stream.on_host(), "device streams are not built"); }
-
-// mean_of: the data to turn into the mean once the sum is complete (empty for a sum).
+// An allreduce in flight: data becomes the mean once the sum is complete.
 class MpiPendingAllreduce final : public PendingAllreduce {
  public:
-  MpiPendingAllreduce(MPI_Request request, CommWatchdog& watchdog, int64_t number, int rank,
-                      std::span<float> mean_of = {}, int world = 1)
-      : request_(request), watchdog_(watchdog), number_(number), rank_(rank), mean_of_(mean_of), world_(world) {}
+  MpiPendingAllreduce(MPI_Request request, CommWatchdog& watchdog, int64_t number, int rank, std::span<float> data,
+                      int world)
+      : request_(request), watchdog_(watchdog), number_(number), rank_(rank), data_(data), world_(world) {}
   ~MpiPendingAllreduce() override {
     // MPI requires completion; an error here has no one left to report to.
     if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
@@ -75,13 +74,13 @@ class MpiPendingAllreduce final : public PendingAllreduce {
 
  private:
   // Runs once: after it request_ is MPI_REQUEST_NULL and both calls return at once.
-  void completed() { scale_to_mean(mean_of_, world_); }
+  void completed() { scale_to_mean(data_, world_); }
 
   MPI_Request request_;
   CommWatchdog& watchdog_;
   int64_t number_;
   int rank_;
-  std::span<float> mean_of_;
+  std::span<float> data_;
   int world_;
 };
 
@@ -132,22 +131,15 @@ class MpiCommunicator final : public Communicator {
   void allreduce_sum(std::span<float> data) override { allreduce(data, MPI_FLOAT); }
   void allreduce_sum(std::span<double> data) override { allreduce(data, MPI_DOUBLE); }
 
-  std::unique_ptr<PendingAllreduce> allreduce_sum_async(std::span<float> data) override {
-    return start_allreduce(data, {});
-  }
-
-  void allreduce_mean(std::span<float> data, Stream stream) override {
-    check_host(stream);
+  void allreduce_mean(std::span<float> data) override {
     allreduce(data, MPI_FLOAT);
     scale_to_mean(data, size_);
   }
-  std::unique_ptr<PendingAllreduce> allreduce_mean_async(std::span<float> data, Stream stream) override {
-    check_host(stream);
-    return start_allreduce(data, data);
+  std::unique_ptr<PendingAllreduce> allreduce_mean_async(std::span<float> data) override {
+    return start_allreduce(data);
   }
 
-  void reduce_scatter_mean(std::span<float> data, std::span<const int> counts, Stream stream) override {
-    check_host(stream);
+  void reduce_scatter_mean(std::span<float> data, std::span<const int> counts) override {
     const std::vector<int> offsets = range_offsets(data, counts);
     Armed armed(*watchdog_, watchdog_->begin(), "reduce_scatter");
     // In place, MPI leaves this rank's reduced range at the start of the buffer.
@@ -158,8 +150,7 @@ class MpiCommunicator final : public Communicator {
     scale_to_mean(mine, size_);
   }
 
-  void allgather_ranges(std::span<float> data, std::span<const int> counts, Stream stream) override {
-    check_host(stream);
+  void allgather_ranges(std::span<float> data, std::span<const int> counts) override {
     const std::vector<int> offsets = range_offsets(data, counts);
     Armed armed(*watchdog_, watchdog_->begin(), "allgather");
     check_mpi(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data(), counts.data(), offsets.data(), MPI_FLOAT,
@@ -202,14 +193,14 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
-  std::unique_ptr<PendingAllreduce> start_allreduce(std::span<float> data, std::span<float> mean_of) {
+  std::unique_ptr<PendingAllreduce> start_allreduce(std::span<float> data) {
     DDP_CHECK_LE(data.size(), kMaxCount, "asynchronous allreduce of more than 2^30 floats");
     const int64_t number = watchdog_->begin();
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(
         MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, comm_, &request),
         "MPI_Iallreduce", rank_);
-    return std::make_unique<MpiPendingAllreduce>(request, *watchdog_, number, rank_, mean_of, size_);
+    return std::make_unique<MpiPendingAllreduce>(request, *watchdog_, number, rank_, data, size_);
   }
 
   // Where each rank's range starts, after checking that the ranges cover data exactly.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -35,14 +36,14 @@ void OptimizerShard::count(std::size_t bytes, double seconds) {
 void OptimizerShard::reduce_scatter_mean(std::span<float> grads) {
   if (!sharded_) return;
   const auto start = std::chrono::steady_clock::now();
-  comm_.reduce_scatter_mean(grads, counts_, Stream{});
+  comm_.reduce_scatter_mean(grads, counts_);
   count(grads.size_bytes(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void OptimizerShard::allgather(std::span<float> params) {
   if (!sharded_) return;
   const auto start = std::chrono::steady_clock::now();
-  comm_.allgather_ranges(params, counts_, Stream{});
+  comm_.allgather_ranges(params, counts_);
   count(params.size_bytes(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
@@ -56,7 +57,7 @@ std::unique_ptr<Optimizer> OptimizerShard::gather(Optimizer& shard, const Optimi
   DDP_CHECK_EQ(mine_state.size(), whole_state.size(), "the optimizers keep different state");
   for (std::size_t i = 0; i < whole_state.size(); ++i) {
     std::ranges::copy(mine_state[i].second, mine(whole_state[i].second).begin());
-    comm_.allgather_ranges(whole_state[i].second, counts_, Stream{});
+    comm_.allgather_ranges(whole_state[i].second, counts_);
   }
   whole->set_steps(shard.steps());
   return whole;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "gpu/axpy.h"
 #include "gpu/cuda_check.h"

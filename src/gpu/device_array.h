@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "base/check.h"
 #include "gpu/cuda_check.h"
 
 namespace ddp {

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "data/teacher_dataset.h"
 #include "ddpscope/error.h"
 #include "gpu/dataset_rows_gpu.h"

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/gpu_training.h"

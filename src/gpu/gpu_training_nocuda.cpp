@@ -1,5 +1,6 @@
 // A build without CUDA: check_accelerator refuses every GPU run (saying how to get a CUDA
 // build) before a Trainer could construct one, so reaching here is our own bug.
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "gpu/gpu_training.h"
 

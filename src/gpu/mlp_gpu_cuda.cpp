@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_array.h"

@@ -1,4 +1,5 @@
 // A build without NCCL's header (nccl.h): GPU ranks average through host memory.
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "gpu/nccl_comm.h"
 

@@ -1,5 +1,6 @@
 #include "gpu/step_timer.h"
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
 

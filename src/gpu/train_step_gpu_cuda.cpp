@@ -4,6 +4,7 @@
 #include <numeric>
 #include <utility>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/mse_loss_gpu.h"

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/check.h"
 #include "base/excerpt.h"
 #include "io/read_file.h"
 #include "log/file_io.h"

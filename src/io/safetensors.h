@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

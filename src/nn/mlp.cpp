@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "ddpscope/random.h"
 #include "tensor/gemm.h"

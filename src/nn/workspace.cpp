@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

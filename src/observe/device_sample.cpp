@@ -1,5 +1,6 @@
 #include "observe/device_sample.h"
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

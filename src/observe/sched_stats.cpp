@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "observe/cpu_usage.h"
 

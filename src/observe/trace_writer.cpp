@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "observe/phase.h"
 

@@ -1,5 +1,6 @@
 #include "optim/adam.h"
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "optim/update_scalars.h"
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

@@ -1,5 +1,6 @@
 #include "tensor/kernels.h"
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "tensor/mse_rule.h"
 

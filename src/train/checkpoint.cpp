@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "base/check.h"
 #include "base/excerpt.h"
 #include "ddpscope/error.h"
 

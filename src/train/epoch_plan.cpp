@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/ceil_div.h"
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "dist/gather.h"
 #include "observe/cpu_usage.h"

@@ -1,5 +1,6 @@
 #include "ddpscope/loss.h"
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "tensor/kernels.h"
 

@@ -1,5 +1,6 @@
 #include "ddpscope/module.h"
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 #include "tensor/kernels.h"
 #include "train/metric_sink.h"

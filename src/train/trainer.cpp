@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "base/check.h"
 #include "base/stop_signal.h"
 #include "data/sampler.h"
 #include "ddpscope/error.h"

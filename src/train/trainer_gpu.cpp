@@ -17,6 +17,7 @@
 #include <typeinfo>
 #include <utility>
 
+#include "base/check.h"
 #include "data/sampler.h"
 #include "ddpscope/error.h"
 #include "dist/comm_watchdog.h"
@@ -87,7 +88,7 @@ void Trainer::Run::start_gpu(LightningModule& module) {
       spec.reduce_gradients = waiting([this](std::span<float> grads) { shard_->reduce_scatter_mean(grads); });
       spec.gather_params = waiting([this](std::span<float> params) { shard_->allgather(params); });
     } else {
-      spec.reduce_gradients = waiting([this](std::span<float> grads) { comm_.allreduce_mean(grads, Stream{}); });
+      spec.reduce_gradients = waiting([this](std::span<float> grads) { comm_.allreduce_mean(grads); });
     }
   }
   if (shard_->sharded()) {  // ZeRO-1: this rank's optimizer is its range's

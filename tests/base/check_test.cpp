@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/check.h"
 #include "ddpscope/error.h"
 
 namespace ddp {

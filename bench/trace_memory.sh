@@ -10,7 +10,7 @@ bin="$root/build/release/ddpscope"
 steps=${1:-80000}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-printf '%-8s %8s %14s %8s %12s\n' profiler steps "peak RSS (MB)" wall "trace.json"
+printf '%-8s %8s %15s %8s %12s\n' profiler steps "peak RSS (MiB)" wall "trace.json"
 for profiler in none trace; do
   /usr/bin/time -f '%M %e' -o "$out/time" "$bin" train --profiler "$profiler" --max-steps "$steps" \
     --dataset-size 256 --batch-size 8 --max-epochs 100000 --progress-bar off \
@@ -18,5 +18,5 @@ for profiler in none trace; do
   read -r rss_kb wall <"$out/time"
   trace="$out/ddpscope_logs/$profiler/trace.json"
   size=$([[ -f $trace ]] && echo "$(($(stat -c %s "$trace") / 1000000)) MB" || echo "—")
-  printf '%-8s %8s %14s %7ss %12s\n' "$profiler" "$steps" "$((rss_kb / 1024))" "$wall" "$size"
+  printf '%-8s %8s %15s %7ss %12s\n' "$profiler" "$steps" "$((rss_kb / 1024))" "$wall" "$size"
 done

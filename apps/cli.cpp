@@ -12,6 +12,7 @@
 #include "ddpscope/error.h"
 #include "ddpscope/trainer.h"
 #include "ddpscope/world_join.h"
+#include "analyze_command.h"
 #include "devices_command.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
@@ -97,6 +98,7 @@ int run_cli(int argc, char** argv) {
   add_doctor_commands(app, doctor_commands);
   add_predict_command(app);
   add_devices_command(app);
+  add_analyze_command(app);
 
   try {
     app.parse(argc, argv);

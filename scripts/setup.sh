@@ -7,11 +7,11 @@ set -euo pipefail
 packages=(
   g++ cmake make pkg-config
   libopenblas-dev libblis-dev libdnnl-dev ocl-icd-opencl-dev
-  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
+  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev rapidjson-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin iproute2
   protobuf-compiler
-  python3-numpy
+  python3-numpy python3-torch
   chromium fonts-liberation
 )
 preset=${1:-release}

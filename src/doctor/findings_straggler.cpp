@@ -89,8 +89,12 @@ Cause cause_of(const RunRecord& run, int rank, double cost) {
     return p[static_cast<std::size_t>(Phase::kForward)] + p[static_cast<std::size_t>(Phase::kBackward)] +
            p[static_cast<std::size_t>(Phase::kOptimizer)];
   };
-  return {fmt::format("Its own compute was slower (no wait for its core, no steal, no loader wait): forward, "
-                      "backward and optimizer took {:.3f} s on it against at most {:.3f} s on the others.",
+  // What was ruled out: a trace (ddpscope analyze) has no scheduler statistics to rule out a shared core.
+  const bool sched_known = s.sched_per_rank.size() == s.phases_per_rank.size();
+  return {fmt::format("Its own compute was slower ({}): forward, backward and optimizer took {:.3f} s on it against at "
+                      "most {:.3f} s on the others.",
+                      sched_known ? "no wait for its core, no steal, no loader wait"
+                                  : "no loader wait; whether its core was shared is not in the record",
                       compute(s.phases_per_rank[rank]), max_of_others(s.phases_per_rank, rank, compute)),
           "Check that rank's core (clock, thermal throttling, memory placement: numactl --hardware) and its data; "
           "a slower machine holds every rank at its pace. On a shared virtual machine a core can be slower in one "

@@ -1,0 +1,15 @@
+#pragma once
+// `ddpscope analyze PATH... [--json] [--rank-map FILE=RANK]...`: a PyTorch or Lightning job's
+// own per-rank traces (src/analyze/), answered in the doctor's words.
+namespace CLI {
+class App;
+}
+
+namespace ddp {
+
+// Adds the `analyze` subcommand; its callback prints to stdout and throws UsageError (no input,
+// a bad --rank-map, a trace of unknown rank among several) or DataError (a file that is no
+// trace, damaged, of another job, or without steps).
+void add_analyze_command(CLI::App& app);
+
+}  // namespace ddp

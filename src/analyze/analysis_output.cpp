@@ -1,0 +1,118 @@
+// The analysis as text (the doctor's layout: the table, the straggler, the findings, the
+// notes) and as JSON.
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "analyze/trace_analysis.h"
+
+namespace ddp {
+namespace {
+
+std::size_t index(StepPart part) { return static_cast<std::size_t>(part); }
+
+nlohmann::ordered_json parts_json(const std::array<double, kStepPartCount>& ms) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (std::size_t p = 0; p < kStepPartCount; ++p) j[std::string(kStepPartNames[p])] = ms[p];
+  return j;
+}
+
+}  // namespace
+
+std::string analysis_text(const TraceAnalysis& a) {
+  fmt::memory_buffer out;
+  auto to = std::back_inserter(out);
+  const RankTrace& first = a.job.ranks.front();
+  fmt::format_to(to, "{} rank{} of a job of {}{}{}, {} step{} each ({}).\n\n", a.ranks.size(),
+                 a.ranks.size() == 1 ? "" : "s", a.job.world_size, first.steps.on_gpu ? " on GPUs" : " on CPUs",
+                 a.job.backend.empty() ? "" : fmt::format(" over {}", a.job.backend), a.ranks.front().steps,
+                 a.ranks.front().steps == 1 ? "" : "s", first.steps.step_source);
+  fmt::format_to(to, "Where each step's time goes, ms per step (mean over the steps analysed{}):\n",
+                 first.steps.on_gpu ? "; the GPU's time: kernels by the part that launched them, communication not "
+                                      "hidden under compute, idle time by what the host was doing"
+                                    : "; the training thread's time");
+  fmt::format_to(to, "{:>5} {:>9} {:>7}", "rank", "step", "±sd");
+  for (std::string_view name : kStepPartNames) fmt::format_to(to, " {:>12}", name);
+  fmt::format_to(to, "\n");
+  for (const RankBreakdown& b : a.ranks) {
+    fmt::format_to(to, "{:>5} {:>9.3f} {:>7.3f}", b.rank, b.step_ms, b.step_ms_stddev);
+    for (double ms : b.part_ms) fmt::format_to(to, " {:>12.3f}", ms);
+    fmt::format_to(to, "\n");
+  }
+  if (a.collectives && a.collectives->matched > 0) {
+    const CollectiveMatch& c = *a.collectives;
+    fmt::format_to(to,
+                   "\nCollectives: {} matched across the ranks over {} steps. Per step, transfer {:.3f} ms; "
+                   "waiting for the others:",
+                   c.matched, c.steps, c.transfer_ms_per_step.front());
+    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+      fmt::format_to(to, "{} rank {} {:.3f} ms", r == 0 ? "" : ",", a.ranks[r].rank, c.wait_ms_per_step[r]);
+    }
+    fmt::format_to(to, ".\n");
+    if (c.straggler && a.straggler_part) {
+      const RankBreakdown& slow = a.ranks[static_cast<std::size_t>(c.straggler->rank)];
+      fmt::format_to(to,
+                     "Straggler: rank {}. The others wait for it; it is slowest in {}, {:.3f} ms per step more than "
+                     "the slowest other rank ({:.1f} % of its step).\n",
+                     slow.rank, kStepPartNames[index(a.straggler_part->part)], a.straggler_part->excess_ms_per_step,
+                     100 * a.straggler_part->excess_ms_per_step / slow.step_ms);
+    } else {
+      fmt::format_to(to, "No straggler: no rank caused most of the waiting at the collectives.\n");
+    }
+  }
+  fmt::format_to(to, "\nFindings:\n");
+  if (a.findings.empty()) fmt::format_to(to, "  none above the thresholds\n");
+  for (const Finding& f : a.findings) {
+    fmt::format_to(to, "- {}\n", f.title);
+    if (!f.detail.empty()) fmt::format_to(to, "  {}\n", f.detail);
+    if (!f.fix.empty()) fmt::format_to(to, "  Fix: {}\n", f.fix);
+  }
+  if (!a.notes.empty()) {
+    fmt::format_to(to, "\nNotes:\n");
+    for (const std::string& n : a.notes) fmt::format_to(to, "- {}\n", n);
+  }
+  return fmt::to_string(out);
+}
+
+nlohmann::ordered_json to_json(const TraceAnalysis& a) {
+  nlohmann::ordered_json j;
+  j["schema"] = "ddpscope.analyze/1";
+  j["world_size"] = a.job.world_size;
+  j["backend"] = a.job.backend.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(a.job.backend);
+  j["ranks"] = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < a.ranks.size(); ++i) {
+    const RankBreakdown& b = a.ranks[i];
+    const RankSteps& s = a.job.ranks[i].steps;
+    j["ranks"].push_back({{"rank", b.rank},
+                          {"path", b.path},
+                          {"on_gpu", s.on_gpu},
+                          {"step_source", s.step_source},
+                          {"steps", b.steps},
+                          {"dropped_warmup", s.dropped_warmup},
+                          {"dropped_partial", s.dropped_partial},
+                          {"step_ms", b.step_ms},
+                          {"step_ms_stddev", b.step_ms_stddev},
+                          {"parts_ms", parts_json(b.part_ms)}});
+  }
+  if (a.collectives) {
+    const CollectiveMatch& c = *a.collectives;
+    j["collectives"] = {{"matched", c.matched},
+                        {"steps", c.steps},
+                        {"transfer_ms_per_step", c.transfer_ms_per_step},
+                        {"wait_ms_per_step", c.wait_ms_per_step}};
+    if (c.straggler && a.straggler_part) {
+      j["straggler"] = {{"rank", a.ranks[static_cast<std::size_t>(c.straggler->rank)].rank},
+                        {"part", kStepPartNames[index(a.straggler_part->part)]},
+                        {"excess_ms_per_step", a.straggler_part->excess_ms_per_step},
+                        {"others_wait_ms_per_step", 1e3 * c.straggler->cost_seconds_per_step}};
+    } else {
+      j["straggler"] = nullptr;
+    }
+  }
+  j["findings"] = nlohmann::ordered_json::array();
+  for (const Finding& f : a.findings) j["findings"].push_back(to_json(f));
+  j["notes"] = a.notes;
+  return j;
+}
+
+}  // namespace ddp

@@ -1,0 +1,86 @@
+#include "analyze/op_phase.h"
+
+#include <array>
+#include <charconv>
+#include <utility>
+
+namespace ddp {
+namespace {
+
+struct Rule {
+  enum class Match { kExact, kPrefix, kContains, kSuffix } match;
+  std::string_view text;
+  StepPart part;
+};
+
+// First match wins: more specific names first. PyTorch (eager and DDP), Lightning's
+// profiler annotations ([Strategy], [LightningModule], [_TrainingEpochLoop]) and the
+// "## forward ##" markers of PyTorch's own profiling examples.
+constexpr std::array kRules = {
+    Rule{Rule::Match::kPrefix, "gloo:", StepPart::kCommWait},
+    Rule{Rule::Match::kPrefix, "nccl:", StepPart::kCommWait},
+    Rule{Rule::Match::kPrefix, "c10d::", StepPart::kCommWait},
+    Rule{Rule::Match::kPrefix, "record_param_comms", StepPart::kCommWait},
+    Rule{Rule::Match::kPrefix, "enumerate(DataLoader)", StepPart::kData},
+    Rule{Rule::Match::kContains, "train_dataloader_next", StepPart::kData},
+    Rule{Rule::Match::kPrefix, "## forward ##", StepPart::kForward},
+    Rule{Rule::Match::kPrefix, "## backward ##", StepPart::kBackward},
+    Rule{Rule::Match::kPrefix, "## optimizer ##", StepPart::kOptimizer},
+    Rule{Rule::Match::kPrefix, "Optimizer.step#", StepPart::kOptimizer},
+    Rule{Rule::Match::kPrefix, "Optimizer.zero_grad#", StepPart::kOptimizer},
+    Rule{Rule::Match::kContains, "optimizer_step", StepPart::kOptimizer},
+    Rule{Rule::Match::kContains, "optimizer_zero_grad", StepPart::kOptimizer},
+    Rule{Rule::Match::kContains, "validation_step", StepPart::kValidation},
+    Rule{Rule::Match::kPrefix, "autograd::engine::evaluate_function", StepPart::kBackward},
+    Rule{Rule::Match::kContains, ".backward", StepPart::kBackward},
+    Rule{Rule::Match::kSuffix, "Backward0", StepPart::kBackward},
+    Rule{Rule::Match::kSuffix, "Backward1", StepPart::kBackward},
+    Rule{Rule::Match::kPrefix, "DistributedDataParallel.forward", StepPart::kForward},
+    Rule{Rule::Match::kContains, "training_step", StepPart::kForward},
+    // ddpscope's own trace.json names its spans by phase, exactly.
+    Rule{Rule::Match::kExact, "data", StepPart::kData},
+    Rule{Rule::Match::kExact, "forward", StepPart::kForward},
+    Rule{Rule::Match::kExact, "backward", StepPart::kBackward},
+    Rule{Rule::Match::kExact, "comm_wait", StepPart::kCommWait},
+    Rule{Rule::Match::kExact, "optimizer", StepPart::kOptimizer},
+    Rule{Rule::Match::kExact, "validation", StepPart::kValidation},
+};
+
+bool matches(const Rule& rule, std::string_view name) {
+  switch (rule.match) {
+    case Rule::Match::kExact:
+      return name == rule.text;
+    case Rule::Match::kPrefix:
+      return name.starts_with(rule.text);
+    case Rule::Match::kContains:
+      return name.find(rule.text) != std::string_view::npos;
+    case Rule::Match::kSuffix:
+      return name.ends_with(rule.text);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<StepPart> part_of_op(std::string_view name) {
+  for (const Rule& rule : kRules) {
+    if (matches(rule, name)) return rule.part;
+  }
+  return std::nullopt;
+}
+
+bool is_collective_annotation(std::string_view name) {
+  return name.starts_with("gloo:") || name.starts_with("nccl:") || name == "allreduce";
+}
+
+std::optional<long long> profiler_step_number(std::string_view name) {
+  constexpr std::string_view kMarker = "ProfilerStep#";
+  if (!name.starts_with(kMarker)) return std::nullopt;
+  const std::string_view digits = name.substr(kMarker.size());
+  long long number = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return number;
+}
+
+}  // namespace ddp

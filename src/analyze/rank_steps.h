@@ -1,0 +1,54 @@
+#pragma once
+// One rank's training steps found in its trace, each split into the parts of op_phase.h so
+// that the parts add up to the step. Steps come from the profiler's ProfilerStep#N markers;
+// where a trace has none, from Lightning's run_training_batch, else from one optimizer step's
+// end to the next's. The first of three or more steps is dropped as warm-up (it holds
+// first-call costs: DDP's initial broadcast, allocator growth) and a last step shorter than half
+// the median of the others as cut by the end of the profile; both are counted.
+//
+// On a CPU job a step's parts are the training thread's time. On a GPU job they are the GPU's
+// time in the step: kernels by the part of the host op that launched them, communication
+// kernels not hidden under compute, and idle time by what the host was doing then (loading
+// data, plain Python, else launching: kLaunch).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyze/op_phase.h"
+#include "analyze/trace_event.h"
+
+namespace ddp {
+
+using StepParts = std::array<int64_t, kStepPartCount>;  // ns, indexed by StepPart
+
+struct TraceStep {
+  long long number = 0;  // ProfilerStep#N's N, else the step's index
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+  StepParts part_ns{};  // adds up to duration_ns
+};
+
+// A collective as one rank ran it: matched across ranks by (group, name) and order.
+struct CollectiveCall {
+  std::string name;   // "gloo:all_reduce", or a GPU kernel's name
+  std::string group;  // process group, where the trace says
+  int64_t bytes = -1;
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+  std::size_t step = 0;  // index into RankSteps::steps
+};
+
+struct RankSteps {
+  std::vector<TraceStep> steps;  // the steps kept, in order
+  std::string step_source;       // "ProfilerStep#N", "run_training_batch" or "optimizer steps"
+  int dropped_warmup = 0;
+  int dropped_partial = 0;
+  bool on_gpu = false;                      // the trace has GPU kernels
+  std::vector<CollectiveCall> collectives;  // inside the steps kept, in start order
+};
+
+// Throws DataError naming the file when it holds no step.
+RankSteps find_steps(const TraceFile& trace);
+
+}  // namespace ddp

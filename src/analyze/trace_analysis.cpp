@@ -1,0 +1,184 @@
+#include "analyze/trace_analysis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "doctor/findings_straggler.h"
+
+namespace ddp {
+namespace {
+
+std::size_t index(StepPart part) { return static_cast<std::size_t>(part); }
+
+RankBreakdown breakdown(const RankTrace& r) {
+  RankBreakdown b;
+  b.rank = r.rank;
+  b.path = r.path;
+  b.steps = static_cast<int64_t>(r.steps.steps.size());
+  if (b.steps == 0) return b;
+  for (const TraceStep& s : r.steps.steps) {
+    b.step_ms += static_cast<double>(s.duration_ns) / 1e6;
+    for (std::size_t p = 0; p < kStepPartCount; ++p) b.part_ms[p] += static_cast<double>(s.part_ns[p]) / 1e6;
+  }
+  const double n = static_cast<double>(b.steps);
+  b.step_ms /= n;
+  for (double& ms : b.part_ms) ms /= n;
+  double squares = 0;
+  for (const TraceStep& s : r.steps.steps) squares += std::pow(static_cast<double>(s.duration_ns) / 1e6 - b.step_ms, 2);
+  b.step_ms_stddev = b.steps > 1 ? std::sqrt(squares / (n - 1)) : 0;
+  return b;
+}
+
+// The doctor's phases from a step's parts: what no doctor phase names goes to "other".
+Phase phase_of(StepPart part) {
+  switch (part) {
+    case StepPart::kData:
+      return Phase::kData;
+    case StepPart::kForward:
+      return Phase::kForward;
+    case StepPart::kBackward:
+      return Phase::kBackward;
+    case StepPart::kCommWait:
+      return Phase::kCommWait;
+    case StepPart::kOptimizer:
+      return Phase::kOptimizer;
+    case StepPart::kValidation:
+      return Phase::kValidation;
+    default:
+      return Phase::kOther;
+  }
+}
+
+RunRecord record_of(const TraceAnalysis& a) {
+  RunRecord run;
+  run.label = "the traces";
+  run.devices = a.job.world_size;
+  run.ok = true;
+  RunSummary& s = run.summary;
+  s.world_size = static_cast<int>(a.ranks.size());
+  s.accelerator = a.job.ranks.front().steps.on_gpu ? "cuda" : "cpu";
+  s.strategy = a.ranks.size() > 1 ? "ddp" : "single";
+  s.gradient_transport = a.job.backend.empty() ? (a.ranks.size() > 1 ? "unknown" : "none") : a.job.backend;
+  double wall = 0;
+  for (const RankBreakdown& b : a.ranks) {
+    PhaseSeconds phases{};
+    for (std::size_t p = 0; p < kStepPartCount; ++p) {
+      phases[static_cast<std::size_t>(phase_of(static_cast<StepPart>(p)))] +=
+          b.part_ms[p] * static_cast<double>(b.steps) / 1e3;
+    }
+    s.phases_per_rank.push_back(phases);
+    wall += b.step_ms * static_cast<double>(b.steps) / 1e3;
+  }
+  s.wall_seconds = wall / static_cast<double>(a.ranks.size());
+  s.optimizer_steps_run = a.ranks.front().steps;
+  s.optimizer_steps = s.optimizer_steps_run;
+  run.wall_seconds = s.wall_seconds;
+  if (a.collectives) {
+    s.arrivals.collectives = a.collectives->matched;
+    s.arrivals.steps = a.collectives->steps;
+    s.arrivals.per_rank = a.collectives->lags.ranks;
+    s.arrivals.straggler = a.collectives->straggler;
+  }
+  return run;
+}
+
+// The part the straggler spends longest in beyond every other rank (collective waits aside).
+std::optional<SlowPart> slowest_part(const std::vector<RankBreakdown>& ranks, std::size_t straggler) {
+  std::optional<SlowPart> best;
+  for (std::size_t p = 0; p < kStepPartCount; ++p) {
+    if (static_cast<StepPart>(p) == StepPart::kCommWait) continue;
+    double others = 0;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      if (r != straggler) others = std::max(others, ranks[r].part_ms[p]);
+    }
+    const double excess = ranks[straggler].part_ms[p] - others;
+    if (excess > 0 && (!best || excess > best->excess_ms_per_step)) best = SlowPart{static_cast<StepPart>(p), excess};
+  }
+  return best;
+}
+
+// A part whose mean share of the step, over the ranks, is above its threshold.
+void part_finding(const TraceAnalysis& a, StepPart part, double min_share, const std::string& what,
+                  const std::string& fix, std::vector<Finding>& out) {
+  double ms = 0, step = 0;
+  for (const RankBreakdown& b : a.ranks) {
+    ms += b.part_ms[index(part)];
+    step += b.step_ms;
+  }
+  if (step <= 0 || ms / step < min_share) return;
+  const double n = static_cast<double>(a.ranks.size());
+  Finding f;
+  f.title = fmt::format("{}: {:.2f} ms per step, {:.0f} % of the step", what, ms / n, 100 * ms / step);
+  f.share_of_wall = ms / step;
+  f.cost_seconds = f.share_of_wall * a.record.wall_seconds;
+  f.evidence = {a.record.label};
+  f.fix = fix;
+  out.push_back(std::move(f));
+}
+
+std::vector<Finding> findings_of(const TraceAnalysis& a) {
+  std::vector<Finding> out;
+  // The doctor's straggler finding names ranks by position: only where that is their number.
+  bool numbered_from_zero = true;
+  for (std::size_t i = 0; i < a.ranks.size(); ++i) numbered_from_zero &= a.ranks[i].rank == static_cast<int>(i);
+  if (numbered_from_zero) straggler_findings({{&a.record}, {}, {}, {}}, out);
+  part_finding(a, StepPart::kPython, kPythonMinShare, "Plain Python inside the step, outside any framework op",
+               "Move per-step work that is not training out of the step (a GPU utilization probe such as "
+               "pynvml's init/query/shutdown, printing, metric bookkeeping), or do it every N steps.",
+               out);
+  part_finding(a, StepPart::kData, kDataMinShare, "The step waits for its input",
+               "Load data in worker processes (DataLoader num_workers > 0, pin_memory on GPUs, persistent_workers), "
+               "or prepare it once before training.",
+               out);
+  part_finding(a, StepPart::kCommWait, kCommExposedMinShare, "Communication not hidden behind compute",
+               "Give each device more work per synchronisation: a larger per-device batch, or gradient accumulation "
+               "with DDP's no_sync() on all but the last micro-batch; fewer, larger buckets (bucket_cap_mb) where "
+               "there are many small collectives.",
+               out);
+  part_finding(a, StepPart::kLaunch, kLaunchMinShare, "The GPU waits for its host to launch work",
+               "The host cannot launch kernels as fast as the GPU runs them: more work per kernel (a larger "
+               "per-device batch), fewer kernels (torch.compile, fused optimizers: foreach or fused=True), or the "
+               "whole step as one CUDA graph (torch.compile mode=\"reduce-overhead\", torch.cuda.graphs).",
+               out);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Finding& x, const Finding& y) { return x.cost_seconds > y.cost_seconds; });
+  return out;
+}
+
+}  // namespace
+
+TraceAnalysis analyze_job(TraceJob job) {
+  TraceAnalysis a;
+  a.job = std::move(job);
+  a.notes = a.job.notes;
+  for (const RankTrace& r : a.job.ranks) {
+    a.ranks.push_back(breakdown(r));
+    const RankSteps& s = r.steps;
+    if (s.dropped_warmup + s.dropped_partial > 0) {
+      a.notes.push_back(
+          fmt::format("rank {}: {} steps analysed ({}), {} dropped as warm-up and {} as cut by the "
+                      "profile's end",
+                      r.rank, s.steps.size(), s.step_source, s.dropped_warmup, s.dropped_partial));
+    }
+  }
+  if (a.job.ranks.size() >= 2) {
+    std::vector<const RankSteps*> steps;
+    for (const RankTrace& r : a.job.ranks) steps.push_back(&r.steps);
+    a.collectives = match_collectives(steps);
+    a.notes.insert(a.notes.end(), a.collectives->notes.begin(), a.collectives->notes.end());
+    if (a.collectives->matched == 0)
+      a.notes.push_back("no collective matched across the ranks: no straggler can be told");
+  }
+  a.record = record_of(a);
+  a.findings = findings_of(a);
+  // The arrival rule indexes ranks in the order of the traces: position i is a.ranks[i].
+  if (const std::optional<int> i = arrival_straggler_rank({{&a.record}, {}, {}, {}})) {
+    a.straggler_part = slowest_part(a.ranks, static_cast<std::size_t>(*i));
+  }
+  return a;
+}
+
+}  // namespace ddp

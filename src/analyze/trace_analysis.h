@@ -1,0 +1,57 @@
+#pragma once
+// What a job's traces say: where each rank's step time goes, which rank the others wait for
+// and in which part it is slower, and the findings. The traces become the doctor's record of
+// a measured run (doctor/run_record.h: phases per rank, collective arrivals), so the
+// straggler rule and its wording are the doctor's own.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/collective_match.h"
+#include "analyze/trace_job.h"
+#include "doctor/findings.h"
+#include "doctor/run_record.h"
+
+namespace ddp {
+
+// Thresholds of the trace's own findings, as shares of the mean step (docs/scaling-guide.md).
+inline constexpr double kPythonMinShare = 0.05;       // plain Python inside the step
+inline constexpr double kDataMinShare = 0.10;         // waiting for the loader
+inline constexpr double kCommExposedMinShare = 0.10;  // waiting for communication
+inline constexpr double kLaunchMinShare = 0.10;       // a GPU idle while its host launches work
+
+struct RankBreakdown {
+  int rank = 0;
+  std::string path;
+  int64_t steps = 0;
+  double step_ms = 0;                            // mean
+  double step_ms_stddev = 0;                     // step to step
+  std::array<double, kStepPartCount> part_ms{};  // mean per step; they add up to step_ms
+};
+
+struct SlowPart {
+  StepPart part = StepPart::kForward;
+  double excess_ms_per_step = 0;  // the straggler's mean over the others' slowest
+};
+
+struct TraceAnalysis {
+  TraceJob job;
+  std::vector<RankBreakdown> ranks;
+  std::optional<CollectiveMatch> collectives;  // with two or more ranks
+  std::optional<SlowPart> straggler_part;      // where the straggler is slower, when there is one
+  RunRecord record;                            // the doctor's form of the measured job
+  std::vector<Finding> findings;               // by cost, largest first
+  std::vector<std::string> notes;
+};
+
+TraceAnalysis analyze_job(TraceJob job);
+
+// The text verdict.
+std::string analysis_text(const TraceAnalysis& analysis);
+
+// --json: schema ddpscope.analyze/1.
+nlohmann::ordered_json to_json(const TraceAnalysis& analysis);
+
+}  // namespace ddp

@@ -1,0 +1,54 @@
+#include "analyze/trace_stream.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ddpscope/error.h"
+
+namespace ddp {
+namespace {
+
+constexpr std::size_t kBufferBytes = std::size_t{1} << 18;
+
+}  // namespace
+
+TraceStream::TraceStream(std::string path, std::function<void(double)> progress)
+    : path_(std::move(path)), buffer_(kBufferBytes), progress_(std::move(progress)) {
+  struct stat info {};
+  if (::stat(path_.c_str(), &info) != 0) {
+    throw DataError(fmt::format("{}: cannot read it: {}", path_, std::strerror(errno)));
+  }
+  if (!S_ISREG(info.st_mode)) throw DataError(fmt::format("{}: not a regular file", path_));
+  file_bytes_ = info.st_size;
+  file_ = gzopen(path_.c_str(), "rb");
+  if (file_ == nullptr) throw DataError(fmt::format("{}: cannot read it: {}", path_, std::strerror(errno)));
+  gzbuffer(file_, kBufferBytes);
+  next_ = end_ = buffer_.data();
+}
+
+TraceStream::~TraceStream() {
+  if (file_ != nullptr) gzclose(file_);
+}
+
+bool TraceStream::refill() {
+  if (ended_) return false;
+  consumed_ += static_cast<std::size_t>(end_ - buffer_.data());
+  const int got = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
+  int code = Z_OK;
+  const char* message = gzerror(file_, &code);
+  // zlib reports a gzip file cut short as Z_BUF_ERROR once it reaches the end.
+  if (got < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+    throw DataError(fmt::format("{}: damaged or truncated (gzip: {})", path_,
+                                code == Z_BUF_ERROR ? "unexpected end of file" : message));
+  }
+  next_ = buffer_.data();
+  end_ = next_ + got;
+  if (progress_ && file_bytes_ > 0) progress_(static_cast<double>(gzoffset(file_)) / static_cast<double>(file_bytes_));
+  if (got == 0) ended_ = true;
+  return got > 0;
+}
+
+}  // namespace ddp

@@ -1,0 +1,47 @@
+#pragma once
+// A file read as RapidJSON's input stream, inflated as it is read when it is gzip (zlib
+// reads a plain file through the same calls): the whole file is never in memory.
+#include <zlib.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ddp {
+
+class TraceStream {
+ public:
+  using Ch = char;
+  // Throws DataError naming the file when it cannot be opened. `progress` is called with the
+  // share of the file read, now and then.
+  explicit TraceStream(std::string path, std::function<void(double)> progress = {});
+  ~TraceStream();
+  TraceStream(const TraceStream&) = delete;
+  TraceStream& operator=(const TraceStream&) = delete;
+
+  // RapidJSON's stream concept (reading only).
+  char Peek() { return next_ < end_ || refill() ? *next_ : '\0'; }
+  char Take() { return next_ < end_ || refill() ? *next_++ : '\0'; }
+  std::size_t Tell() const { return consumed_ + static_cast<std::size_t>(next_ - buffer_.data()); }
+  char* PutBegin() { return nullptr; }
+  void Put(char) {}
+  void Flush() {}
+  std::size_t PutEnd(char*) { return 0; }
+
+ private:
+  bool refill();  // false at the end; throws DataError on a damaged or truncated file
+
+  std::string path_;
+  gzFile file_ = nullptr;
+  std::vector<char> buffer_;
+  const char* next_ = nullptr;
+  const char* end_ = nullptr;
+  std::size_t consumed_ = 0;  // inflated bytes before the buffer
+  bool ended_ = false;
+  int64_t file_bytes_ = 0;
+  std::function<void(double)> progress_;
+};
+
+}  // namespace ddp

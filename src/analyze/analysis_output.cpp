@@ -57,7 +57,7 @@ std::string analysis_text(const TraceAnalysis& a) {
                      slow.rank, kStepPartNames[index(a.straggler_part->part)], a.straggler_part->excess_ms_per_step,
                      100 * a.straggler_part->excess_ms_per_step / slow.step_ms);
     } else {
-      fmt::format_to(to, "No straggler: no rank caused most of the waiting at the collectives.\n");
+      fmt::format_to(to, "No straggler: no rank holds the others back by more than the noise.\n");
     }
   }
   fmt::format_to(to, "\nFindings:\n");

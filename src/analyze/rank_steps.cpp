@@ -266,16 +266,20 @@ StepParts gpu_parts(const TraceFile& t, const Window& w, const std::vector<Segme
   taken.insert(taken.end(), comm_merged.begin(), comm_merged.end());
   taken = merged(std::move(taken));
   int64_t cursor = w.start;
+  // Idle GPU time goes to what the host was doing then: loading data, plain Python, else launching.
   const auto idle = [&](int64_t a, int64_t b) {
-    // Sample the host part at millisecond-or-finer slices of the gap.
-    const int64_t slice = std::max<int64_t>(1, std::min<int64_t>(1000000, b - a));
-    for (int64_t x = a; x < b; x += slice) {
-      const int64_t y = std::min(b, x + slice);
-      const StepPart host_part = host_part_at(host, x + (y - x) / 2);
-      const StepPart part =
-          host_part == StepPart::kData || host_part == StepPart::kPython ? host_part : StepPart::kLaunch;
-      parts[index(part)] += y - x;
+    auto seg = std::upper_bound(host.begin(), host.end(), a, [](int64_t t, const Segment& s) { return t < s.end; });
+    int64_t cursor = a;
+    for (; seg != host.end() && seg->start < b; ++seg) {
+      const int64_t x = std::max(cursor, seg->start);
+      const int64_t y = std::min(b, seg->end);
+      if (y <= x) continue;
+      parts[index(StepPart::kLaunch)] += x - cursor;
+      const bool waiting = seg->part == StepPart::kData || seg->part == StepPart::kPython;
+      parts[index(waiting ? seg->part : StepPart::kLaunch)] += y - x;
+      cursor = y;
     }
+    parts[index(StepPart::kLaunch)] += b - cursor;
   };
   for (const auto& s : taken) {
     if (s.first > cursor) idle(cursor, std::min(s.first, w.end));

@@ -100,6 +100,16 @@ std::optional<SlowPart> slowest_part(const std::vector<RankBreakdown>& ranks, st
   return best;
 }
 
+// Twice the standard error of the noisiest rank's mean step: a difference of means below it is
+// within what the steps' own variation gives.
+double step_noise_ms(const std::vector<RankBreakdown>& ranks) {
+  double noise = 0;
+  for (const RankBreakdown& b : ranks) {
+    if (b.steps > 1) noise = std::max(noise, 2 * b.step_ms_stddev / std::sqrt(static_cast<double>(b.steps)));
+  }
+  return noise;
+}
+
 // A part whose mean share of the step, over the ranks, is above its threshold.
 void part_finding(const TraceAnalysis& a, StepPart part, double min_share, const std::string& what,
                   const std::string& fix, std::vector<Finding>& out) {
@@ -124,7 +134,7 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
   // The doctor's straggler finding names ranks by position: only where that is their number.
   bool numbered_from_zero = true;
   for (std::size_t i = 0; i < a.ranks.size(); ++i) numbered_from_zero &= a.ranks[i].rank == static_cast<int>(i);
-  if (numbered_from_zero) straggler_findings({{&a.record}, {}, {}, {}}, out);
+  if (numbered_from_zero && a.straggler_part) straggler_findings({{&a.record}, {}, {}, {}}, out);
   part_finding(a, StepPart::kPython, kPythonMinShare, "Plain Python inside the step, outside any framework op",
                "Move per-step work that is not training out of the step (a GPU utilization probe such as "
                "pynvml's init/query/shutdown, printing, metric bookkeeping), or do it every N steps.",
@@ -173,11 +183,22 @@ TraceAnalysis analyze_job(TraceJob job) {
       a.notes.push_back("no collective matched across the ranks: no straggler can be told");
   }
   a.record = record_of(a);
-  a.findings = findings_of(a);
-  // The arrival rule indexes ranks in the order of the traces: position i is a.ranks[i].
+  // The arrival rule indexes ranks in the order of the traces: position i is a.ranks[i]. A
+  // straggler is named only where some part of its step is slower than the others' by more
+  // than the step-to-step noise: ranks sharing cores wait for each other at random.
   if (const std::optional<int> i = arrival_straggler_rank({{&a.record}, {}, {}, {}})) {
-    a.straggler_part = slowest_part(a.ranks, static_cast<std::size_t>(*i));
+    const std::optional<SlowPart> slow = slowest_part(a.ranks, static_cast<std::size_t>(*i));
+    const double noise = step_noise_ms(a.ranks);
+    if (slow && slow->excess_ms_per_step > noise) {
+      a.straggler_part = slow;
+    } else {
+      a.notes.push_back(
+          fmt::format("rank {} waited least at the collectives, but no part of its step is slower than "
+                      "the others' by more than the step-to-step noise ({:.3f} ms): no straggler",
+                      a.ranks[static_cast<std::size_t>(*i)].rank, noise));
+    }
   }
+  a.findings = findings_of(a);
   return a;
 }
 

@@ -62,7 +62,7 @@ struct TraceFile {
   NameTable names;
   NameTable threads;  // "pid/tid" of a host thread or GPU stream
   std::vector<TraceEvent> events;
-  std::vector<int64_t> thread_pid;  // per thread: its process id, where numeric (else -1)
+  std::vector<int64_t> thread_pid{-1};  // per thread (index 0: the empty name): its process id, or -1
 };
 
 }  // namespace ddp

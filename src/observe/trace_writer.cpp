@@ -91,7 +91,10 @@ void write_chrome_trace(const std::vector<RankTrace>& ranks, int64_t origin_ns,
     first = false;
     return std::back_inserter(out);
   };
-  fmt::format_to(std::back_inserter(out), "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  // otherData's producer tells `ddpscope analyze` the dialect: every rank in one file, by pid.
+  fmt::format_to(std::back_inserter(out),
+                 "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"producer\":\"ddpscope {}\"}},\"traceEvents\":[\n",
+                 DDPSCOPE_VERSION);
   for (const RankTrace& rank : ranks) {
     const int pid = rank.rank;
     const std::string process = nlohmann::json("rank " + std::to_string(pid) + " (" + rank.host + ")")

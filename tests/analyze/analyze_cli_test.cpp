@@ -1,0 +1,105 @@
+// `ddpscope analyze` given what is not one job's traces: the exit code and a message naming the
+// file and what is wrong, never a crash or numbers.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <fstream>
+
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+using ::ddp::testing::CommandResult;
+using ::ddp::testing::fresh_dir;
+using ::ddp::testing::run_command;
+
+std::string kineto(int rank, int world, const std::string& backend = "gloo") {
+  return R"({"distributedInfo": {"backend": ")" + backend + R"(", "rank": )" + std::to_string(rank) +
+         R"(, "world_size": )" + std::to_string(world) + R"(}, "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2, "ts": 50, "dur": 40}]})";
+}
+
+void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+CommandResult analyze(const std::string& args, const std::filesystem::path& dir) {
+  return run_command(std::string(DDPSCOPE_BINARY) + " analyze " + args, dir);
+}
+
+TEST(AnalyzeCli, ReadsOneJobsTracesFromAFolderAndSaysWhichRanksAreMissing) {
+  const auto dir = fresh_dir("analyze_cli_ok");
+  std::filesystem::create_directories(dir / "traces");
+  write(dir / "traces/a.json", kineto(0, 3));
+  write(dir / "traces/b.json", kineto(2, 3));
+  const CommandResult r = analyze("traces", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 ranks of a job of 3 on CPUs over gloo, 1 step each (ProfilerStep#N)."), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("- 2 of the job's 3 ranks have traces here (ranks 0, 2): the others are not analysed"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(AnalyzeCli, RefusesWhatIsNotOneJobsTraces) {
+  const auto dir = fresh_dir("analyze_cli_bad");
+  std::filesystem::create_directories(dir / "empty");
+  CommandResult r = analyze("empty", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "ddpscope: error: empty: a folder with no trace in it (no *.json or *.json.gz file)\n");
+
+  r = analyze("nothing*.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "ddpscope: error: nothing*.json: no such file, folder or matching file\n");
+
+  write(dir / "zero.json", "");
+  r = analyze("zero.json", dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "ddpscope: error: zero.json: not valid JSON at byte 0: The document is empty.\n");
+
+  write(dir / "r0.json", kineto(0, 2));
+  write(dir / "other.json", kineto(1, 4));
+  r = analyze("r0.json other.json", dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: other.json is of a job of 4 ranks and r0.json of one of 2: the traces are of different "
+            "jobs\n");
+
+  write(dir / "nccl.json", kineto(1, 2, "nccl"));
+  r = analyze("r0.json nccl.json", dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: nccl.json is of a nccl job and r0.json of a gloo job: the traces are of "
+            "different jobs\n");
+
+  write(dir / "again.json", kineto(0, 2));
+  r = analyze("r0.json again.json", dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: again.json and r0.json are both rank 0: give one trace per rank (--rank-map "
+            "FILE=RANK where a name misleads)\n");
+
+  write(dir / "legacy.json", R"([{"name": "ProfilerStep#1", "ph": "X", "ts": 0, "dur": 5, "pid": 1, "tid": 1}])");
+  r = analyze("r0.json legacy.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: legacy.json: its rank is unknown (no distributedInfo in it, no \"rank<N>\" in its "
+            "name): give it with --rank-map legacy.json=RANK\n");
+  r = analyze("r0.json legacy.json --rank-map legacy.json=1", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  r = analyze("r0.json --rank-map legacy.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: --rank-map legacy.json: expected FILE=RANK, a trace's path and its rank (0 or "
+            "more)\n");
+
+  write(dir / "nostep.json",
+        R"({"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 0, "dur": 1, "pid": 1, "tid": 1}]})");
+  r = analyze("nostep.json", dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err.substr(0, 52), "ddpscope: error: nostep.json: no training step in it");
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,139 @@
+// The trace reader on each dialect, on gzip, and on files that are no trace.
+#include "analyze/trace_reader.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ddpscope/error.h"
+#include "observe/phase.h"
+#include "observe/trace_writer.h"
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+using ::ddp::testing::fresh_dir;
+
+constexpr const char* kKineto = R"json({
+  "schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "x"}],
+  "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2, "pg_config": [{"ranks": [0, 1]}]},
+  "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 7, "tid": 7, "ts": 1000.5, "dur": 250.25},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     "pid": 0, "tid": 40, "ts": 1100, "dur": 20,
+     "args": {"correlation": 9, "Collective name": "allreduce", "In msg nelems": 1024, "dtype": "Float",
+              "Process Group Name": "0", "Process Group Ranks": "[0, 1]"}},
+    {"ph": "f", "cat": "ac2g", "name": "flow", "pid": 0, "tid": 40, "ts": 1100, "id": 9},
+    {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 0, "dur": 9}
+  ],
+  "baseTimeNanoseconds": 1711964646000000000
+})json";
+
+std::filesystem::path write(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::filesystem::path write_gzip(const std::filesystem::path& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+  return path;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_trace(path);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(TraceReader, KeepsKinetosCompleteEventsInNanosecondsWithTheirCollectiveMetadata) {
+  const TraceFile t = read_trace_text(kKineto, "k.json");
+  EXPECT_EQ(t.dialect, TraceFile::Dialect::kKineto);
+  EXPECT_EQ(t.distributed.rank, 1);
+  EXPECT_EQ(t.distributed.world_size, 2);
+  EXPECT_EQ(t.distributed.backend, "nccl");
+  ASSERT_EQ(t.events.size(), 2u);  // the flow and the "Trace" span are not kept
+  EXPECT_EQ(t.names[t.events[0].name], "ProfilerStep#4");
+  EXPECT_EQ(t.events[0].start_ns, 1000500);
+  EXPECT_EQ(t.events[0].duration_ns, 250250);
+  EXPECT_EQ(t.events[0].kind, EventKind::kHostOp);
+  const TraceEvent& kernel = t.events[1];
+  EXPECT_EQ(kernel.kind, EventKind::kGpuKernel);
+  EXPECT_EQ(kernel.bytes, 4096);  // 1024 floats
+  EXPECT_EQ(t.names[kernel.process_group], "0");
+  EXPECT_EQ(kernel.correlation, 9);
+  EXPECT_EQ(t.threads[kernel.thread], "0/40");
+}
+
+TEST(TraceReader, ReadsTheLegacyArrayAndGlooSizesFromTheInputDims) {
+  const TraceFile t = read_trace_text(
+      R"([{"name": "gloo:all_reduce", "ph": "X", "ts": 5, "dur": 3, "tid": 2, "pid": "CPU functions",
+           "args": {"Input Dims": [[100, 3], [7]], "Input type": ["float", "long"]}},
+          {"name": "aten::mm", "ph": "X", "ts": 1, "dur": 1, "tid": 1, "pid": "CPU functions", "args": {}}])",
+      "legacy.json");
+  EXPECT_EQ(t.dialect, TraceFile::Dialect::kLegacyArray);
+  EXPECT_FALSE(t.distributed.rank.has_value());
+  ASSERT_EQ(t.events.size(), 2u);
+  EXPECT_EQ(t.events[0].bytes, 1200);  // the first input: 100 x 3 floats
+  EXPECT_EQ(t.events[1].bytes, -1);
+  EXPECT_EQ(t.thread_pid[t.events[0].thread], -1);  // "CPU functions" is no process id
+}
+
+TEST(TraceReader, KnowsDdpscopesOwnTraceByItsProducer) {
+  RankTrace rank;
+  rank.rank = 1;
+  rank.spans.push_back(Span{0, 1000, static_cast<uint16_t>(Phase::kForward), TraceThread::kCompute, 0, 0});
+  const TraceFile t = read_trace_text(chrome_trace_json({rank}, 0), "trace.json");
+  EXPECT_EQ(t.dialect, TraceFile::Dialect::kDdpscope);
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.names[t.events[0].name], "forward");
+  EXPECT_EQ(t.thread_pid[t.events[0].thread], 1);
+}
+
+TEST(TraceReader, InflatesGzipAsItReadsAndReadsPlainFilesAlike) {
+  const auto dir = fresh_dir("trace_reader_gzip");
+  const TraceFile plain = read_trace(write(dir / "a.json", kKineto).string());
+  const TraceFile packed = read_trace(write_gzip(dir / "a.json.gz", kKineto).string());
+  ASSERT_EQ(plain.events.size(), packed.events.size());
+  EXPECT_EQ(plain.events[1].start_ns, packed.events[1].start_ns);
+}
+
+TEST(TraceReader, NamesTheFileAndWhatIsWrongWithIt) {
+  const auto dir = fresh_dir("trace_reader_bad");
+  std::string packed;
+  {
+    write_gzip(dir / "whole.json.gz", std::string(kKineto) + std::string(100000, ' '));
+    std::ifstream in(dir / "whole.json.gz", std::ios::binary);
+    packed.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string cut = write(dir / "cut.json.gz", packed.substr(0, packed.size() / 2)).string();
+  EXPECT_EQ(error_of(cut), cut + ": damaged or truncated (gzip: unexpected end of file)");
+  const std::string empty = write(dir / "empty.json", "").string();
+  EXPECT_EQ(error_of(empty), empty + ": not valid JSON at byte 0: The document is empty.");
+  const std::string half = write(dir / "half.json", std::string(kKineto).substr(0, 300)).string();
+  EXPECT_EQ(error_of(half).substr(0, half.size() + 18), half + ": not valid JSON a");
+  const std::string number = write(dir / "number.json", "42").string();
+  EXPECT_EQ(error_of(number), number + ": not a trace: its top level is a single value, not an object or array");
+  const std::string object = write(dir / "object.json", R"({"traceEvent": []})").string();
+  EXPECT_EQ(error_of(object), object +
+                                  ": not a trace: a JSON object without \"traceEvents\" (Kineto's and Chrome's "
+                                  "trace format), and not an array of events");
+  EXPECT_EQ(error_of((dir / "missing.json").string()),
+            (dir / "missing.json").string() + ": cannot read it: No such file or directory");
+  EXPECT_EQ(error_of(dir.string()), dir.string() + ": not a regular file");
+}
+
+TEST(TraceReader, ADeeplyNestedFileIsReadWithoutExhaustingTheStack) {
+  const std::string deep = "[" + std::string(200000, '[') + std::string(200000, ']') + "]";
+  EXPECT_TRUE(read_trace_text(deep, "deep.json").events.empty());
+}
+
+}  // namespace
+}  // namespace ddp

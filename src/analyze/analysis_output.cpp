@@ -2,7 +2,9 @@
 // notes) and as JSON.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
+#include <numeric>
 
 #include "analyze/trace_analysis.h"
 
@@ -60,6 +62,30 @@ std::string analysis_text(const TraceAnalysis& a) {
       fmt::format_to(to, "No straggler: no rank holds the others back by more than the noise.\n");
     }
   }
+  if (a.prediction) {
+    const TracePrediction& p = *a.prediction;
+    fmt::format_to(
+        to,
+        "\nOn other devices and links (each device keeps its measured {:.3f} ms of compute per step; {} "
+        "collective{} of {} per step as ring allreduces; {:.0f} % of their time exposed, as measured):\n",
+        p.compute_ms, p.bytes_per_step.size(), p.bytes_per_step.size() == 1 ? "" : "s",
+        std::all_of(p.bytes_per_step.begin(), p.bytes_per_step.end(), [](int64_t b) { return b > 0; })
+            ? fmt::format("{:.1f} MB", std::accumulate(p.bytes_per_step.begin(), p.bytes_per_step.end(), 0.0) / 1e6)
+            : std::string("unknown size"),
+        100 * p.exposed_share);
+    fmt::format_to(to, "{:>15}", "link");
+    for (const TracePredictionRow& r : p.rows) {
+      if (r.link == p.rows.front().link) fmt::format_to(to, " {:>16}", fmt::format("{} devices", r.devices));
+    }
+    for (std::size_t i = 0; i < p.rows.size(); ++i) {
+      if (i == 0 || p.rows[i].link != p.rows[i - 1].link) fmt::format_to(to, "\n{:>15}", p.rows[i].link);
+      fmt::format_to(to, " {:>16}", fmt::format("{:.2f} ms {:.2f}x", p.rows[i].step_ms, p.rows[i].throughput));
+    }
+    fmt::format_to(to, "\n(step time, and throughput relative to one device)\n");
+    for (const std::string& u : p.unknown) fmt::format_to(to, "Not in the traces: {}.\n", u);
+  } else {
+    fmt::format_to(to, "\nNo prediction for other devices: {}.\n", a.no_prediction);
+  }
   fmt::format_to(to, "\nFindings:\n");
   if (a.findings.empty()) fmt::format_to(to, "  none above the thresholds\n");
   for (const Finding& f : a.findings) {
@@ -108,6 +134,30 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
     } else {
       j["straggler"] = nullptr;
     }
+  }
+  if (a.prediction) {
+    const TracePrediction& p = *a.prediction;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const TracePredictionRow& r : p.rows) {
+      rows.push_back({{"devices", r.devices},
+                      {"link", r.link},
+                      {"step_ms", r.step_ms},
+                      {"comm_ms", r.comm_ms},
+                      {"relative_throughput", r.throughput}});
+    }
+    nlohmann::ordered_json links = nlohmann::ordered_json::array();
+    for (const TraceLink& l : p.links) {
+      links.push_back(
+          {{"name", l.name}, {"alpha_seconds", l.alpha_seconds}, {"beta_bytes_per_second", l.beta_bytes_per_second}});
+    }
+    j["prediction"] = {{"compute_ms", p.compute_ms},
+                       {"exposed_share", p.exposed_share},
+                       {"bytes_per_step", p.bytes_per_step},
+                       {"links", links},
+                       {"rows", rows},
+                       {"unknown", p.unknown}};
+  } else {
+    j["prediction"] = {{"none", a.no_prediction}};
   }
   j["findings"] = nlohmann::ordered_json::array();
   for (const Finding& f : a.findings) j["findings"].push_back(to_json(f));

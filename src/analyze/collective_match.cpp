@@ -19,6 +19,7 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
   // Rank zero's order of the keys decides the order of the matched collectives.
   struct Matched {
     int64_t first_start;
+    int64_t bytes;
     std::vector<int64_t> duration_ns;
   };
   std::vector<Matched> matched;
@@ -37,7 +38,7 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
     }
     bool sizes_differ = false;
     for (std::size_t i = 0; i < count; ++i) {
-      Matched m{calls[i]->start_ns, {}};
+      Matched m{calls[i]->start_ns, calls[i]->bytes, {}};
       for (std::size_t r = 0; r < world; ++r) {
         const CollectiveCall* c = by_key[r].at(key)[i];
         if (c->bytes >= 0 && calls[i]->bytes >= 0 && c->bytes != calls[i]->bytes) sizes_differ = true;
@@ -65,6 +66,8 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
   std::vector<std::vector<int64_t>> arrival(world);
   for (const Matched& m : matched) {
     const int64_t transfer = *std::min_element(m.duration_ns.begin(), m.duration_ns.end());
+    out.transfer_ns.push_back(transfer);
+    out.bytes.push_back(m.bytes);
     for (std::size_t r = 0; r < world; ++r) {
       arrival[r].push_back(-m.duration_ns[r]);
       out.wait_ms_per_step[r] += static_cast<double>(m.duration_ns[r] - transfer) / 1e6;

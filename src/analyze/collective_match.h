@@ -20,6 +20,8 @@ struct CollectiveMatch {
   int64_t steps = 0;                         // the steps they span
   std::vector<double> wait_ms_per_step;      // per rank: its waiting at collectives
   std::vector<double> transfer_ms_per_step;  // per rank: the shortest durations, summed
+  std::vector<int64_t> transfer_ns;          // per matched collective, in order
+  std::vector<int64_t> bytes;                // per matched collective: rank 0's size, -1 unknown
   ArrivalLags lags;
   std::optional<Straggler> straggler;
   std::vector<std::string> notes;  // counts or sizes that differ between ranks

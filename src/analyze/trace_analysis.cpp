@@ -110,13 +110,15 @@ double step_noise_ms(const std::vector<RankBreakdown>& ranks) {
   return noise;
 }
 
-// A part whose mean share of the step, over the ranks, is above its threshold.
+// A part whose mean share of the step, over the ranks, is above its threshold. `less_ms` per
+// rank is taken off first (for communication: the wait for a late rank, which is the
+// straggler's cost, not the link's).
 void part_finding(const TraceAnalysis& a, StepPart part, double min_share, const std::string& what,
-                  const std::string& fix, std::vector<Finding>& out) {
+                  const std::string& fix, std::vector<Finding>& out, const std::vector<double>& less_ms = {}) {
   double ms = 0, step = 0;
-  for (const RankBreakdown& b : a.ranks) {
-    ms += b.part_ms[index(part)];
-    step += b.step_ms;
+  for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+    ms += std::max(0.0, a.ranks[r].part_ms[index(part)] - (r < less_ms.size() ? less_ms[r] : 0.0));
+    step += a.ranks[r].step_ms;
   }
   if (step <= 0 || ms / step < min_share) return;
   const double n = static_cast<double>(a.ranks.size());
@@ -147,7 +149,7 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
                "Give each device more work per synchronisation: a larger per-device batch, or gradient accumulation "
                "with DDP's no_sync() on all but the last micro-batch; fewer, larger buckets (bucket_cap_mb) where "
                "there are many small collectives.",
-               out);
+               out, a.collectives ? a.collectives->wait_ms_per_step : std::vector<double>{});
   part_finding(a, StepPart::kLaunch, kLaunchMinShare, "The GPU waits for its host to launch work",
                "The host cannot launch kernels as fast as the GPU runs them: more work per kernel (a larger "
                "per-device batch), fewer kernels (torch.compile, fused optimizers: foreach or fused=True), or the "
@@ -199,6 +201,7 @@ TraceAnalysis analyze_job(TraceJob job) {
     }
   }
   a.findings = findings_of(a);
+  a.prediction = predict_from_traces(a, a.no_prediction);
   return a;
 }
 

@@ -11,6 +11,7 @@
 
 #include "analyze/collective_match.h"
 #include "analyze/trace_job.h"
+#include "analyze/trace_prediction.h"
 #include "doctor/findings.h"
 #include "doctor/run_record.h"
 
@@ -43,6 +44,8 @@ struct TraceAnalysis {
   std::optional<SlowPart> straggler_part;      // where the straggler is slower, when there is one
   RunRecord record;                            // the doctor's form of the measured job
   std::vector<Finding> findings;               // by cost, largest first
+  std::optional<TracePrediction> prediction;   // other device counts and links
+  std::string no_prediction;                   // why there is none
   std::vector<std::string> notes;
 };
 

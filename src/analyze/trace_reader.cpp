@@ -223,8 +223,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     if (e.phase != "X" || e.name.empty() || !std::isfinite(e.ts) || !std::isfinite(e.dur) || e.dur < 0) return;
     const EventKind kind = kind_of(e.category);
     if (kind == EventKind::kOther) return;
-    // Microseconds (Chrome's trace format) to integer nanoseconds; beyond int64 is no time.
-    if (std::fabs(e.ts) > 9e15 || e.dur > 9e15) return;
+    // Microseconds (Chrome's trace format) to integer nanoseconds; a start plus a duration must fit
+    // int64 (beyond 126 years is no time).
+    if (std::fabs(e.ts) > 4e15 || e.dur > 4e15) return;
     TraceEvent t;
     t.start_ns = std::llround(e.ts * 1e3);
     t.duration_ns = std::llround(e.dur * 1e3);

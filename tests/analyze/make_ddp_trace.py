@@ -8,8 +8,9 @@ Causes are injected for real, each on one rank or on all:
   --python-ms X                               every rank runs X ms of plain Python per step
   --extra-collective                          one more allreduce per step (a logged metric)
   --accumulate K                              K micro-batches per step, without no_sync
-Writes OUT_DIR/rank<R>.pt.trace.json per rank: torch 1.13 without Kineto writes the legacy
-bare array (no rank inside), so the rank is in the file's name."""
+Writes OUT_DIR/rank<R>.pt.trace.json per rank, with shapes recorded (the collectives' sizes):
+torch 1.13 without Kineto writes the legacy bare array (no rank inside), so the rank is in the
+file's name."""
 import argparse
 import os
 import sys
@@ -87,7 +88,7 @@ def run(rank, args):
         done.append(path)
 
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule,
-                                on_trace_ready=save) as prof:
+                                on_trace_ready=save, record_shapes=True) as prof:
         batches = iter(loader)
         for _ in range(args.steps + 1):
             for micro in range(args.accumulate):

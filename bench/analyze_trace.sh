@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `ddpscope analyze` against Python's json.load (what Holistic Trace Analysis loads traces with)
+# on one large Kineto trace, in the same run: wall time and peak RSS of each. The trace is made
+# here by repeating the 2-GPU NCCL fixture's events (40,573 of them, its steps renumbered and
+# shifted in time) until the file reaches the size asked for; it is read plain and gzipped.
+# Needs GNU time (/usr/bin/time, Debian package "time").
+# Usage: bench/analyze_trace.sh [MEGABYTES=300]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$root/build/release/ddpscope"
+megabytes=${1:-300}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+python3 - "$root/tests/analyze/fixtures/nccl_parser_config_nccl_data.json.gz" "$out/big.json" "$megabytes" <<'PY'
+import gzip, json, re, sys
+source, target, megabytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+trace = json.load(gzip.open(source))
+events = trace.pop("traceEvents")
+span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e["ts"] for e in events if "ts" in e)
+step = re.compile(r"ProfilerStep#(\d+)")
+with open(target, "w") as f:
+    head = json.dumps(trace)
+    f.write(head[:-1] + ', "traceEvents": [\n')
+    copy, first = 0, True
+    while f.tell() < megabytes * 1_000_000:
+        for e in events:
+            e = dict(e)
+            if "ts" in e:
+                e["ts"] = e["ts"] + copy * span
+            m = step.fullmatch(e.get("name", ""))
+            if m:
+                e["name"] = f"ProfilerStep#{int(m.group(1)) + 3 * copy}"
+            f.write(("" if first else ",\n") + json.dumps(e))
+            first = False
+        copy += 1
+    f.write("\n]}\n")
+PY
+gzip -k -1 "$out/big.json"
+size_mb=$(($(stat -c %s "$out/big.json") / 1000000))
+gz_mb=$(($(stat -c %s "$out/big.json.gz") / 1000000))
+
+measure() {  # label, command...
+  local label=$1
+  shift
+  /usr/bin/time -f '%M %e' -o "$out/time" "$@" >"$out/stdout"
+  read -r rss_kb wall <"$out/time"
+  printf '%-34s %8ss %10s MiB\n' "$label" "$wall" "$((rss_kb / 1024))"
+}
+echo "trace: $size_mb MB of JSON ($gz_mb MB gzipped)"
+printf '%-34s %9s %14s\n' reader wall "peak RSS"
+measure "ddpscope analyze (.json)" "$bin" analyze --json "$out/big.json"
+measure "ddpscope analyze (.json.gz)" "$bin" analyze --json "$out/big.json.gz"
+measure "python3 json.load (.json)" python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$out/big.json"

@@ -1,0 +1,41 @@
+#pragma once
+// What the traced job's step would take on other device counts and links, from what the traces
+// measured: each device keeps its measured compute (DDP keeps the per-device batch), and the
+// gradient collectives of a step are priced as ring allreduces of their measured sizes
+// (doctor/interconnect.h) on the link the traces measured or a named one. Communication hides
+// behind compute in the share the traces measured; stragglers are assumed gone.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddp {
+
+struct TraceAnalysis;  // analyze/trace_analysis.h
+
+struct TraceLink {
+  std::string name;  // "measured" or a preset's name
+  double alpha_seconds = 0;
+  double beta_bytes_per_second = 0;
+};
+
+struct TracePredictionRow {
+  int devices = 1;
+  std::string link;
+  double step_ms = 0;
+  double comm_ms = 0;     // the step's collectives on this link
+  double throughput = 0;  // samples per second relative to one device: N * step(1) / step(N)
+};
+
+struct TracePrediction {
+  double compute_ms = 0;               // mean over ranks: the step without waiting for communication
+  double exposed_share = 1;            // of the collectives' time, not hidden under compute
+  std::vector<double> bytes_per_step;  // rank 0's collectives of one step
+  std::vector<TraceLink> links;
+  std::vector<TracePredictionRow> rows;
+  std::vector<std::string> unknown;  // numbers the traces lack, in words
+};
+
+// nullopt (with the reason in `why`) when the traces cannot price a step's communication.
+std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& analysis, std::string& why);
+
+}  // namespace ddp

@@ -66,7 +66,7 @@ std::string analysis_text(const TraceAnalysis& a) {
     const TracePrediction& p = *a.prediction;
     fmt::format_to(
         to,
-        "\nOn other devices and links (each device keeps its measured {:.3f} ms of compute per step; {} "
+        "\nOn other devices and links (the slowest rank's measured {:.3f} ms of compute per step; {} "
         "collective{} of {} per step as ring allreduces; {:.0f} % of their time exposed, as measured):\n",
         p.compute_ms, p.bytes_per_step.size(), p.bytes_per_step.size() == 1 ? "" : "s",
         std::all_of(p.bytes_per_step.begin(), p.bytes_per_step.end(), [](int64_t b) { return b > 0; })

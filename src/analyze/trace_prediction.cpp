@@ -55,13 +55,12 @@ std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::
                                  [](const CollectiveCall& c) { return c.bytes > 0; });
   const bool matched = a.collectives && a.collectives->matched > 0;
   const int world = static_cast<int>(a.ranks.size());
-  double comm_wait = 0, step = 0;
+  double comm_wait = 0;
   for (const RankBreakdown& b : a.ranks) {
     comm_wait += b.part_ms[index(StepPart::kCommWait)];
-    step += b.step_ms;
+    p.compute_ms = std::max(p.compute_ms, b.step_ms - b.part_ms[index(StepPart::kCommWait)]);
   }
   const double n = static_cast<double>(a.ranks.size());
-  p.compute_ms = (step - comm_wait) / n;
   // One step's collectives: the step with the most of them.
   std::vector<std::vector<int64_t>> sizes(first.steps.steps.size());
   for (const CollectiveCall& c : first.steps.collectives) sizes[c.step].push_back(c.bytes);

@@ -1,9 +1,10 @@
 #pragma once
 // What the traced job's step would take on other device counts and links, from what the traces
-// measured: each device keeps its measured compute (DDP keeps the per-device batch), and the
+// measured: the step runs at the pace of the slowest rank's measured compute (DDP keeps the
+// per-device batch, and each rank keeps its speed), and the
 // gradient collectives of a step are priced as ring allreduces of their measured sizes
 // (doctor/interconnect.h) on the link the traces measured or a named one. Communication hides
-// behind compute in the share the traces measured; stragglers are assumed gone.
+// behind compute in the share the traces measured.
 #include <optional>
 #include <string>
 #include <vector>

@@ -13,7 +13,7 @@ std::string fixture(const std::string& name) {
   return std::string(DDPSCOPE_SOURCE_DIR) + "/tests/analyze/fixtures/" + name;
 }
 
-TraceAnalysis analyze(const std::string& name) { return analyze_job(read_job({fixture(name)}, {})); }
+TraceAnalysis analyze(const std::string& name) { return analyze_job(read_job(trace_files({fixture(name)}), {})); }
 
 void expect_parts_add_up(const TraceJob& job) {
   for (const RankTrace& r : job.ranks) {
@@ -72,6 +72,36 @@ TEST(RealTraces, AnAmdTraceWithoutRankIsTheJobsOnlyRank) {
   EXPECT_TRUE(a.job.ranks[0].steps.on_gpu);
   expect_parts_add_up(a.job);
   EXPECT_FALSE(a.collectives.has_value());
+}
+
+TEST(RealTraces, ModernKinetoFromATorch2GlooJobWithARankSlowedInForward) {
+  const TraceAnalysis a = analyze("torch2_gloo_slow_forward");
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.job.backend, "gloo");
+  expect_parts_add_up(a.job);
+  ASSERT_TRUE(a.straggler_part.has_value());
+  EXPECT_EQ(a.collectives->straggler->rank, 1);
+  EXPECT_EQ(a.straggler_part->part, StepPart::kForward);
+  EXPECT_NEAR(a.straggler_part->excess_ms_per_step, 20, 5);
+  // record_shapes gives the allreduce's size: the seed's 134,657 parameters in float32.
+  ASSERT_TRUE(a.prediction.has_value());
+  ASSERT_EQ(a.prediction->bytes_per_step.size(), 1u);
+  EXPECT_EQ(a.prediction->bytes_per_step[0], 134657 * 4);
+}
+
+TEST(RealTraces, LightningsProfilerFilesOfATwoRankDdpJob) {
+  const TraceAnalysis a = analyze("lightning_ddp_gloo");
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.ranks[1].rank, 1);  // from distributedInfo: Lightning's names carry the local rank only
+  expect_parts_add_up(a.job);
+  for (const RankBreakdown& b : a.ranks) {
+    EXPECT_EQ(b.steps, 3);
+    // Lightning's training_step (inside its optimizer_step's closure) is forward.
+    for (StepPart p : {StepPart::kData, StepPart::kForward, StepPart::kBackward, StepPart::kOptimizer}) {
+      EXPECT_GT(b.part_ms[static_cast<std::size_t>(p)], 0.1) << kStepPartNames[static_cast<std::size_t>(p)];
+    }
+  }
+  EXPECT_GT(a.collectives->matched, 0);
 }
 
 }  // namespace

@@ -30,14 +30,21 @@ bool is_host(const TraceEvent& e) { return e.kind == EventKind::kHostOp; }
 
 bool is_marker(const TraceFile& t, const TraceEvent& e) { return profiler_step_number(t.names[e.name]).has_value(); }
 
+// Per name: whether it is NCCL's or RCCL's, for kernels without collective metadata.
+std::vector<bool> collective_library_names(const TraceFile& t) {
+  std::vector<bool> out(t.names.size());
+  for (std::size_t i = 0; i < t.names.size(); ++i) {
+    std::string name = t.names[static_cast<uint32_t>(i)];
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    out[i] = name.find("nccl") != std::string::npos || name.find("rccl") != std::string::npos;
+  }
+  return out;
+}
+
 // A GPU kernel of a collective: by its metadata (Kineto's "In msg nelems" gives bytes), else
 // by the library in its name (older traces carry no metadata).
-bool is_collective_kernel(const TraceFile& t, const TraceEvent& e) {
-  if (e.kind != EventKind::kGpuKernel) return false;
-  if (e.bytes >= 0) return true;
-  std::string name = t.names[e.name];
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  return name.find("nccl") != std::string::npos || name.find("rccl") != std::string::npos;
+bool is_collective_kernel(const TraceEvent& e, const std::vector<bool>& library_names) {
+  return e.kind == EventKind::kGpuKernel && (e.bytes >= 0 || library_names[e.name]);
 }
 
 // The thread with the most events whose names satisfy `is_step`, and their windows.
@@ -218,13 +225,16 @@ StepPart host_part_at(const std::vector<Segment>& segments, int64_t time) {
 // A GPU step: the GPU's window split into compute kernels (by the part of the host op that
 // launched them), communication not hidden under compute, and idle time (by what the host
 // was doing: loading data, plain Python, else launching work).
+// (correlation, the launch's start on the host), sorted: how a kernel finds its launch.
+using LaunchTimes = std::vector<std::pair<int64_t, int64_t>>;
+
 struct GpuWork {
   std::vector<const TraceEvent*> by_start;  // kernels, copies and sets
   int64_t longest_ns = 0;
 };
 
-StepParts gpu_parts(const TraceFile& t, const Window& w, const std::vector<Segment>& host,
-                    const std::map<int64_t, int64_t>& launch_time, const GpuWork& gpu) {
+StepParts gpu_parts(const std::vector<bool>& library_names, const Window& w, const std::vector<Segment>& host,
+                    const LaunchTimes& launch_time, const GpuWork& gpu) {
   std::vector<std::pair<int64_t, int64_t>> comm;
   std::vector<std::pair<std::pair<int64_t, int64_t>, StepPart>> compute;
   auto first = std::lower_bound(gpu.by_start.begin(), gpu.by_start.end(), w.start - gpu.longest_ns,
@@ -234,13 +244,14 @@ StepParts gpu_parts(const TraceFile& t, const Window& w, const std::vector<Segme
     const int64_t a = std::max(e.start_ns, w.start);
     const int64_t b = std::min(e.start_ns + e.duration_ns, w.end);
     if (b <= a) continue;
-    if (is_collective_kernel(t, e)) {
+    if (is_collective_kernel(e, library_names)) {
       comm.emplace_back(a, b);
       continue;
     }
-    const auto launched = launch_time.find(e.correlation);
-    const StepPart part =
-        launched == launch_time.end() ? StepPart::kUnattributed : host_part_at(host, launched->second);
+    const auto launched = std::lower_bound(launch_time.begin(), launch_time.end(), std::pair{e.correlation, INT64_MIN});
+    const StepPart part = launched == launch_time.end() || launched->first != e.correlation
+                              ? StepPart::kUnattributed
+                              : host_part_at(host, launched->second);
     compute.push_back(
         {{a, b}, part == StepPart::kPython || part == StepPart::kLaunch ? StepPart::kUnattributed : part});
   }
@@ -323,10 +334,11 @@ RankSteps find_steps(const TraceFile& t) {
   }
 
   // Collectives in flight: GPU kernels where there are any, else the host's annotations.
+  const std::vector<bool> library_names = collective_library_names(t);
   std::vector<const TraceEvent*> calls;
   for (const TraceEvent& e : t.events) {
     if (e.kind == EventKind::kGpuKernel) out.on_gpu = true;
-    if (is_collective_kernel(t, e)) calls.push_back(&e);
+    if (is_collective_kernel(e, library_names)) calls.push_back(&e);
   }
   if (calls.empty()) {
     for (const TraceEvent& e : t.events) {
@@ -340,11 +352,12 @@ RankSteps find_steps(const TraceFile& t) {
   in_flight = merged(std::move(in_flight));
 
   std::vector<const TraceEvent*> ops;
-  std::map<int64_t, int64_t> launch_time;  // correlation -> the launch's start on the host
+  LaunchTimes launch_time;
   for (const TraceEvent& e : t.events) {
     if (is_host(e) && e.thread == found.thread && !is_marker(t, e)) ops.push_back(&e);
-    if (e.kind == EventKind::kRuntime && e.correlation >= 0) launch_time[e.correlation] = e.start_ns;
+    if (e.kind == EventKind::kRuntime && e.correlation >= 0) launch_time.push_back({e.correlation, e.start_ns});
   }
+  std::sort(launch_time.begin(), launch_time.end());
   StepSplitter splitter(t, std::move(ops));
   std::vector<std::vector<Segment>> host_steps;
   std::vector<Segment> host;
@@ -375,7 +388,7 @@ RankSteps find_steps(const TraceFile& t) {
       const Window window = g != gpu_windows.end() && g->second.end > g->second.start ? g->second : w[i];
       step.start_ns = window.start;
       step.duration_ns = window.end - window.start;
-      step.part_ns = gpu_parts(t, window, host, launch_time, gpu);
+      step.part_ns = gpu_parts(library_names, window, host, launch_time, gpu);
     } else {
       step.start_ns = w[i].start;
       step.duration_ns = w[i].end - w[i].start;

@@ -3,6 +3,7 @@
 // integer nanoseconds on the file's own clock, with names and threads interned, and the few
 // arguments the later stages use. Clocks are never compared across files.
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,13 +25,13 @@ enum class EventKind : uint8_t {
 struct TraceEvent {
   int64_t start_ns = 0;
   int64_t duration_ns = 0;
-  uint32_t name = 0;    // TraceFile::names
-  uint32_t thread = 0;  // TraceFile::threads
-  EventKind kind = EventKind::kHostOp;
   // A collective's metadata where the trace has it (Kineto's kernel args, gloo's input dims).
   int64_t bytes = -1;          // -1: unknown
-  uint32_t process_group = 0;  // TraceFile::names; 0 (the empty name): unknown
   int64_t correlation = -1;    // a launch and its kernel share it; -1: none
+  uint32_t name = 0;           // TraceFile::names
+  uint32_t thread = 0;         // TraceFile::threads
+  uint32_t process_group = 0;  // TraceFile::names; 0 (the empty name): unknown
+  EventKind kind = EventKind::kHostOp;
 };
 
 // Interned strings: index 0 is always the empty string.
@@ -42,8 +43,13 @@ class NameTable {
   std::size_t size() const { return texts_.size(); }
 
  private:
+  // Looked up by string_view, without making a string.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::vector<std::string> texts_;
-  std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
 };
 
 // The job a file says it belongs to, where it says (Kineto's distributedInfo).
@@ -60,8 +66,8 @@ struct TraceFile {
   enum class Dialect { kKineto, kLegacyArray, kDdpscope } dialect = Dialect::kKineto;
   DistributedInfo distributed;
   NameTable names;
-  NameTable threads;  // "pid/tid" of a host thread or GPU stream
-  std::vector<TraceEvent> events;
+  NameTable threads;                    // "pid/tid" of a host thread or GPU stream
+  std::deque<TraceEvent> events;        // grows without copying what it holds
   std::vector<int64_t> thread_pid{-1};  // per thread (index 0: the empty name): its process id, or -1
 };
 

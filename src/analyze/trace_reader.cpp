@@ -6,7 +6,9 @@
 #include <rapidjson/reader.h>
 
 #include <cmath>
+#include <iterator>
 #include <string_view>
+#include <unordered_map>
 
 #include "analyze/trace_stream.h"
 #include "ddpscope/error.h"
@@ -43,6 +45,71 @@ int64_t element_bytes(std::string_view dtype) {
   return 0;
 }
 
+// The keys the reader uses; every other key is kNone and its value skipped.
+enum class Field {
+  kNone,
+  kTraceEvents,
+  kDistributedInfo,
+  kOtherData,
+  kProducer,
+  kName,
+  kCat,
+  kPh,
+  kTs,
+  kDur,
+  kPid,
+  kTid,
+  kArgs,
+  kInputDims,
+  kInputType,
+  kMsgElements,
+  kDtype,
+  kProcessGroup,
+  kCorrelation,
+  kBytes,
+  kRank,
+  kWorldSize,
+  kBackend,
+};
+
+// By length, then text: this runs for every key of a large file.
+Field field_of(std::string_view key) {
+  struct Entry {
+    std::string_view text;
+    Field field;
+  };
+  static constexpr Entry kFields[] = {
+      {"ph", Field::kPh},
+      {"ts", Field::kTs},
+      {"cat", Field::kCat},
+      {"dur", Field::kDur},
+      {"pid", Field::kPid},
+      {"tid", Field::kTid},
+      {"name", Field::kName},
+      {"args", Field::kArgs},
+      {"rank", Field::kRank},
+      {"dtype", Field::kDtype},
+      {"bytes", Field::kBytes},
+      {"backend", Field::kBackend},
+      {"producer", Field::kProducer},
+      {"otherData", Field::kOtherData},
+      {"Input Dims", Field::kInputDims},
+      {"Input type", Field::kInputType},
+      {"world_size", Field::kWorldSize},
+      {"traceEvents", Field::kTraceEvents},
+      {"correlation", Field::kCorrelation},
+      {"In msg nelems", Field::kMsgElements},
+      {"distributedInfo", Field::kDistributedInfo},
+      {"Process Group ID", Field::kProcessGroup},
+      {"Process Group Name", Field::kProcessGroup},
+  };
+  if (key.size() < 2 || key.size() > 18) return Field::kNone;
+  for (const Entry& e : kFields) {
+    if (e.text.size() == key.size() && e.text[0] == key[0] && e.text == key) return e.field;
+  }
+  return Field::kNone;
+}
+
 // The SAX handler: a stack of where the parser is, keeping only what TraceEvent holds.
 class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, TraceHandler> {
  public:
@@ -57,7 +124,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool Double(double v) { return scalar(Value::of_number(v)); }
   bool String(const char* s, rapidjson::SizeType n, bool) { return scalar(Value::of_text({s, n})); }
   bool Key(const char* s, rapidjson::SizeType n, bool) {
-    key_.assign(s, n);
+    const Where at = where();
+    const bool used = at == Where::kTop || at == Where::kEvent || at == Where::kArgs || at == Where::kDistributed ||
+                      at == Where::kOtherData;
+    key_ = used ? field_of({s, n}) : Field::kNone;
     return true;
   }
   bool StartObject() { return open(true); }
@@ -77,18 +147,36 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     std::string_view text;
     static Value of_number(double v) { return {true, false, v, {}}; }
     static Value of_text(std::string_view t) { return {false, true, 0, t}; }
-    // pid and tid are numbers in Kineto and may be text in the legacy format.
-    std::string as_text() const { return is_text ? std::string(text) : fmt::format("{}", number); }
+    // pid and tid are numbers in Kineto and may be text in the legacy format. Into `out`,
+    // reusing its storage (one event after another).
+    void write_text(std::string& out) const {
+      out.clear();
+      if (is_text) {
+        out.assign(text);
+      } else if (is_number && std::fabs(number) < 9e15 && number == std::floor(number)) {
+        fmt::format_to(std::back_inserter(out), "{}", static_cast<int64_t>(number));
+      } else if (is_number) {
+        fmt::format_to(std::back_inserter(out), "{}", number);
+      }
+    }
   };
 
-  // The event being read.
+  // The event being read; its strings keep their storage from one event to the next.
   struct Scratch {
-    std::string name, category, phase, pid, tid, collective_dtype, input_type;
+    std::string name, category, phase, pid, tid, collective_dtype, input_type, process_group;
     double ts = NAN, dur = NAN;
     double nelems = -1, bytes = -1, dims_product = -1;
-    std::string process_group;
     int64_t correlation = -1;
     bool first_dims_done = false;
+    void clear() {
+      for (std::string* s : {&name, &category, &phase, &pid, &tid, &collective_dtype, &input_type, &process_group}) {
+        s->clear();
+      }
+      ts = dur = NAN;
+      nelems = bytes = dims_product = -1;
+      correlation = -1;
+      first_dims_done = false;
+    }
   };
 
   Where where() const { return stack_.empty() ? Where::kRoot : stack_.back(); }
@@ -107,27 +195,27 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         }
         break;
       case Where::kTop:
-        if (!object && key_ == "traceEvents") {
+        if (!object && key_ == Field::kTraceEvents) {
           next = Where::kEvents;
           saw_events_ = true;
-        } else if (object && key_ == "distributedInfo") {
+        } else if (object && key_ == Field::kDistributedInfo) {
           next = Where::kDistributed;
-        } else if (object && key_ == "otherData") {
+        } else if (object && key_ == Field::kOtherData) {
           next = Where::kOtherData;
         }
         break;
       case Where::kEvents:
         if (object) {
           next = Where::kEvent;
-          event_ = Scratch{};
+          event_.clear();
         }
         break;
       case Where::kEvent:
-        if (object && key_ == "args") next = Where::kArgs;
+        if (object && key_ == Field::kArgs) next = Where::kArgs;
         break;
       case Where::kArgs:
-        if (!object && key_ == "Input Dims") next = Where::kDims;
-        if (!object && key_ == "Input type") next = Where::kTypes;
+        if (!object && key_ == Field::kInputDims) next = Where::kDims;
+        if (!object && key_ == Field::kInputType) next = Where::kTypes;
         break;
       case Where::kDims:
         if (!object && !event_.first_dims_done) {
@@ -170,7 +258,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         distributed_field(v);
         break;
       case Where::kOtherData:
-        if (key_ == "producer" && v.is_text && v.text.starts_with("ddpscope")) {
+        if (key_ == Field::kProducer && v.is_text && v.text.starts_with("ddpscope")) {
           out_.dialect = TraceFile::Dialect::kDdpscope;
         }
         break;
@@ -181,43 +269,61 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   }
 
   void event_field(const Value& v) {
-    if (key_ == "name" && v.is_text)
-      event_.name = std::string(v.text);
-    else if (key_ == "cat" && v.is_text)
-      event_.category = std::string(v.text);
-    else if (key_ == "ph" && v.is_text)
-      event_.phase = std::string(v.text);
-    else if (key_ == "ts" && v.is_number)
-      event_.ts = v.number;
-    else if (key_ == "dur" && v.is_number)
-      event_.dur = v.number;
-    else if (key_ == "pid" && (v.is_number || v.is_text))
-      event_.pid = v.as_text();
-    else if (key_ == "tid" && (v.is_number || v.is_text))
-      event_.tid = v.as_text();
+    switch (key_) {
+      case Field::kName:
+        if (v.is_text) event_.name.assign(v.text);
+        break;
+      case Field::kCat:
+        if (v.is_text) event_.category.assign(v.text);
+        break;
+      case Field::kPh:
+        if (v.is_text) event_.phase.assign(v.text);
+        break;
+      case Field::kTs:
+        if (v.is_number) event_.ts = v.number;
+        break;
+      case Field::kDur:
+        if (v.is_number) event_.dur = v.number;
+        break;
+      case Field::kPid:
+        v.write_text(event_.pid);
+        break;
+      case Field::kTid:
+        v.write_text(event_.tid);
+        break;
+      default:
+        break;
+    }
   }
 
   void arg_field(const Value& v) {
-    if (key_ == "In msg nelems" && v.is_number)
-      event_.nelems = v.number;
-    else if (key_ == "dtype" && v.is_text)
-      event_.collective_dtype = std::string(v.text);
-    else if ((key_ == "Process Group Name" || key_ == "Process Group ID") && (v.is_text || v.is_number)) {
-      event_.process_group = v.as_text();
-    } else if (key_ == "correlation" && v.is_number) {
-      event_.correlation = static_cast<int64_t>(v.number);
-    } else if (key_ == "bytes" && v.is_number) {
-      event_.bytes = v.number;
+    switch (key_) {
+      case Field::kMsgElements:
+        if (v.is_number) event_.nelems = v.number;
+        break;
+      case Field::kDtype:
+        if (v.is_text) event_.collective_dtype.assign(v.text);
+        break;
+      case Field::kProcessGroup:
+        v.write_text(event_.process_group);
+        break;
+      case Field::kCorrelation:
+        if (v.is_number) event_.correlation = static_cast<int64_t>(v.number);
+        break;
+      case Field::kBytes:
+        if (v.is_number) event_.bytes = v.number;
+        break;
+      default:
+        break;
     }
   }
 
   void distributed_field(const Value& v) {
     const bool whole = v.is_number && v.number >= 0 && v.number < 1e9 && v.number == std::floor(v.number);
-    if (key_ == "rank" && whole) out_.distributed.rank = static_cast<int>(v.number);
-    if (key_ == "world_size" && whole) out_.distributed.world_size = static_cast<int>(v.number);
-    if (key_ == "backend" && v.is_text) out_.distributed.backend = std::string(v.text);
+    if (key_ == Field::kRank && whole) out_.distributed.rank = static_cast<int>(v.number);
+    if (key_ == Field::kWorldSize && whole) out_.distributed.world_size = static_cast<int>(v.number);
+    if (key_ == Field::kBackend && v.is_text) out_.distributed.backend = std::string(v.text);
   }
-
   void keep_event() {
     const Scratch& e = event_;
     if (e.phase != "X" || e.name.empty() || !std::isfinite(e.ts) || !std::isfinite(e.dur) || e.dur < 0) return;
@@ -231,7 +337,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     t.duration_ns = std::llround(e.dur * 1e3);
     t.name = out_.names.intern(e.name);
     const std::size_t threads = out_.threads.size();
-    t.thread = out_.threads.intern(e.pid + "/" + e.tid);
+    thread_key_.assign(e.pid).append("/").append(e.tid);
+    t.thread = out_.threads.intern(thread_key_);
     if (out_.threads.size() > threads) out_.thread_pid.push_back(pid_number(e.pid));
     t.kind = kind;
     double bytes = e.bytes;
@@ -255,7 +362,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   TraceFile& out_;
   std::vector<Where> stack_;
-  std::string key_;
+  Field key_ = Field::kNone;
+  std::string thread_key_;  // "pid/tid", built in place
   Scratch event_;
   bool saw_events_ = false;
 };

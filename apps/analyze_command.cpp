@@ -11,6 +11,8 @@
 
 #include "analyze/trace_analysis.h"
 #include "ddpscope/error.h"
+#include "doctor/command_line.h"
+#include "log/file_io.h"
 
 namespace ddp {
 namespace {
@@ -19,6 +21,8 @@ struct AnalyzeOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> rank_map;
   bool json = false;
+  std::string report;
+  std::string trace;
 };
 
 std::map<std::string, int> parse_rank_map(const std::vector<std::string>& entries) {
@@ -53,16 +57,22 @@ std::function<void(const std::string&, double)> progress_on_terminal() {
 
 }  // namespace
 
-void add_analyze_command(CLI::App& app) {
+void add_analyze_command(CLI::App& app, int argc, char** argv) {
   auto options = std::make_shared<AnalyzeOptions>();
   CLI::App* analyze = app.add_subcommand(
       "analyze", "read a PyTorch or Lightning job's per-rank traces (torch.profiler, .json or .json.gz)");
   analyze->add_option("paths", options->inputs, "trace files, folders of them, or glob patterns")->required();
   analyze->add_option("--rank-map", options->rank_map, "FILE=RANK: the rank of a trace that does not say it");
   analyze->add_flag("--json", options->json, "print the analysis as one JSON object (ddpscope.analyze/1)");
-  analyze->callback([options] {
+  analyze->add_option("--report", options->report, "also write the doctor's report.html of the analysis here");
+  analyze->add_option("--trace", options->trace, "also write one Chrome trace of all ranks here (Perfetto)");
+  analyze->callback([options, argc, argv] {
     const std::map<std::string, int> rank_map = parse_rank_map(options->rank_map);
     TraceAnalysis analysis = analyze_job(read_job(trace_files(options->inputs), rank_map, progress_on_terminal()));
+    if (!options->report.empty()) {
+      write_file_atomically(options->report, analysis_report_html(analysis, shell_command({argv, argv + argc})));
+    }
+    if (!options->trace.empty()) write_file_atomically(options->trace, merged_chrome_trace(analysis));
     if (options->json) {
       fmt::print("{}\n", to_json(analysis).dump(2));
     } else {

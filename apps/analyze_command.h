@@ -7,9 +7,9 @@ class App;
 
 namespace ddp {
 
-// Adds the `analyze` subcommand; its callback prints to stdout and throws UsageError (no input,
-// a bad --rank-map, a trace of unknown rank among several) or DataError (a file that is no
-// trace, damaged, of another job, or without steps).
-void add_analyze_command(CLI::App& app);
+// Adds the `analyze` subcommand (argc, argv: the command for report.html's "Reproduce"); its callback prints to stdout
+// and throws UsageError (no input, a bad --rank-map, a trace of unknown rank among several) or DataError (a file that
+// is no trace, damaged, of another job, or without steps).
+void add_analyze_command(CLI::App& app, int argc, char** argv);
 
 }  // namespace ddp

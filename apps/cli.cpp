@@ -98,7 +98,7 @@ int run_cli(int argc, char** argv) {
   add_doctor_commands(app, doctor_commands);
   add_predict_command(app);
   add_devices_command(app);
-  add_analyze_command(app);
+  add_analyze_command(app, argc, argv);
 
   try {
     app.parse(argc, argv);

@@ -21,6 +21,7 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
     int64_t first_start;
     int64_t bytes;
     std::vector<int64_t> duration_ns;
+    std::vector<int64_t> end_ns;
   };
   std::vector<Matched> matched;
   for (const auto& [key, calls] : by_key[0]) {
@@ -38,11 +39,12 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
     }
     bool sizes_differ = false;
     for (std::size_t i = 0; i < count; ++i) {
-      Matched m{calls[i]->start_ns, calls[i]->bytes, {}};
+      Matched m{calls[i]->start_ns, calls[i]->bytes, {}, {}};
       for (std::size_t r = 0; r < world; ++r) {
         const CollectiveCall* c = by_key[r].at(key)[i];
         if (c->bytes >= 0 && calls[i]->bytes >= 0 && c->bytes != calls[i]->bytes) sizes_differ = true;
         m.duration_ns.push_back(c->duration_ns);
+        m.end_ns.push_back(c->start_ns + c->duration_ns);
       }
       matched.push_back(std::move(m));
     }
@@ -68,6 +70,8 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
     const int64_t transfer = *std::min_element(m.duration_ns.begin(), m.duration_ns.end());
     out.transfer_ns.push_back(transfer);
     out.bytes.push_back(m.bytes);
+    out.duration_ns.push_back(m.duration_ns);
+    out.end_ns.push_back(m.end_ns);
     for (std::size_t r = 0; r < world; ++r) {
       arrival[r].push_back(-m.duration_ns[r]);
       out.wait_ms_per_step[r] += static_cast<double>(m.duration_ns[r] - transfer) / 1e6;

@@ -16,12 +16,14 @@
 namespace ddp {
 
 struct CollectiveMatch {
-  int64_t matched = 0;                       // collectives matched on every rank
-  int64_t steps = 0;                         // the steps they span
-  std::vector<double> wait_ms_per_step;      // per rank: its waiting at collectives
-  std::vector<double> transfer_ms_per_step;  // per rank: the shortest durations, summed
-  std::vector<int64_t> transfer_ns;          // per matched collective, in order
-  std::vector<int64_t> bytes;                // per matched collective: rank 0's size, -1 unknown
+  int64_t matched = 0;                            // collectives matched on every rank
+  int64_t steps = 0;                              // the steps they span
+  std::vector<double> wait_ms_per_step;           // per rank: its waiting at collectives
+  std::vector<double> transfer_ms_per_step;       // per rank: the shortest durations, summed
+  std::vector<int64_t> transfer_ns;               // per matched collective, in order
+  std::vector<int64_t> bytes;                     // per matched collective: rank 0's size, -1 unknown
+  std::vector<std::vector<int64_t>> duration_ns;  // per matched collective, per rank
+  std::vector<std::vector<int64_t>> end_ns;       // the same, its end on each rank's own clock
   ArrivalLags lags;
   std::optional<Straggler> straggler;
   std::vector<std::string> notes;  // counts or sizes that differ between ranks

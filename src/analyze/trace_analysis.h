@@ -57,4 +57,12 @@ std::string analysis_text(const TraceAnalysis& analysis);
 // --json: schema ddpscope.analyze/1.
 nlohmann::ordered_json to_json(const TraceAnalysis& analysis);
 
+// --report: the doctor's report.html over the analysis, one run per rank; `command` is the one
+// that made it (the page's "Reproduce").
+std::string analysis_report_html(const TraceAnalysis& analysis, const std::string& command);
+
+// --trace: one Chrome trace of every rank's steps and collectives (clocks aligned by the
+// matched collectives, merged_trace.cpp) with the findings as annotations, for Perfetto.
+std::string merged_chrome_trace(const TraceAnalysis& analysis);
+
 }  // namespace ddp

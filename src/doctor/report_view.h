@@ -101,7 +101,8 @@ struct HeadlineSpeedup {
   double speedup = 0;
 };
 
-enum class ReportKind { kDoctor, kCompare };
+// kAnalyze: `ddpscope analyze` of a user's traces, one run per rank of the traced job.
+enum class ReportKind { kDoctor, kCompare, kAnalyze };
 
 struct ReportView {
   ReportKind kind = ReportKind::kCompare;

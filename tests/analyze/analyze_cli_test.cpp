@@ -4,6 +4,11 @@
 #include <zlib.h>
 
 #include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
 
 #include "support/run_command.h"
 
@@ -99,6 +104,52 @@ TEST(AnalyzeCli, RefusesWhatIsNotOneJobsTraces) {
   r = analyze("nostep.json", dir);
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.err.substr(0, 52), "ddpscope: error: nostep.json: no training step in it");
+}
+
+TEST(AnalyzeCli, WritesTheReportAndOneTraceOfAllRanksAlignedByTheirCollectives) {
+  const auto dir = fresh_dir("analyze_cli_outputs");
+  const std::string traces = std::string(DDPSCOPE_SOURCE_DIR) + "/tests/analyze/fixtures/torch2_gloo_slow_forward";
+  const CommandResult r = analyze("'" + traces + "' --report 'my report.html' --trace merged.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = ddp::testing::read_text(dir / "my report.html");
+  EXPECT_NE(html.find("ddpscope analyze report"), std::string::npos);
+  EXPECT_NE(html.find("Rank 1 holds the others back"), std::string::npos);
+  EXPECT_NE(html.find("--report &#39;my report.html&#39;"), std::string::npos) << "the command, quoted";
+
+  const nlohmann::json merged = nlohmann::json::parse(ddp::testing::read_text(dir / "merged.json"));
+  EXPECT_EQ(merged["traceEvents"].size(), 19u);  // 2 x (3 names, 3 steps, 3 collectives), 1 finding
+}
+
+// Two ranks whose clocks differ by 5 s (as the legacy format's per-process time zero can): the
+// merged trace puts their collectives' ends together.
+TEST(AnalyzeCli, TheMergedTraceAlignsRanksWhoseClocksDiffer) {
+  const auto dir = fresh_dir("analyze_cli_align");
+  for (int rank : {0, 1}) {
+    const int64_t zero = rank == 0 ? 0 : 5000000;  // us
+    const int64_t late = rank == 1 ? 0 : 30;       // rank 0 waits 30 us longer: rank 1 arrives late
+    std::string events;
+    for (int step = 1; step <= 4; ++step) {
+      const int64_t at = zero + step * 1000;
+      events +=
+          (step > 1 ? "," : "") +
+          fmt::format(
+              R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {}, "dur": 1000}},)"
+              R"({{"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2, "ts": {}, "dur": {}}})",
+              step, at, at + 900 - late - 40, 40 + late);
+    }
+    write(dir / fmt::format("rank{}.json", rank), R"({"traceEvents": [)" + events + "]}");
+  }
+  const CommandResult r = analyze("rank0.json rank1.json --trace merged.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json merged = nlohmann::json::parse(ddp::testing::read_text(dir / "merged.json"));
+  std::map<int, std::vector<double>> ends;
+  for (const nlohmann::json& e : merged["traceEvents"]) {
+    if (e.value("cat", "") == "collective")
+      ends[e["pid"].get<int>()].push_back(e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  ASSERT_EQ(ends[0].size(), 3u);  // the first step dropped as warm-up
+  ASSERT_EQ(ends[1].size(), 3u);
+  for (std::size_t c = 0; c < 3; ++c) EXPECT_NEAR(ends[0][c], ends[1][c], 1e-6);
 }
 
 }  // namespace

@@ -82,7 +82,9 @@ class GpuTraining {
 
  private:
   int device_ = 0;
-  std::unique_ptr<NcclComm> nccl_;  // before step_, which uses it
+  // nccl_ before step_, which uses it; destroyed after it (and aborted first when unwinding:
+  // ~GpuTraining).
+  std::unique_ptr<NcclComm> nccl_;
   std::unique_ptr<GpuTrainStep> step_;
 };
 

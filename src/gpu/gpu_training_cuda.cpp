@@ -1,3 +1,4 @@
+#include <exception>
 #include <algorithm>
 
 #include "base/check.h"
@@ -61,7 +62,15 @@ GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> par
   step_->load_optimizer_state(state);
 }
 
-GpuTraining::~GpuTraining() = default;
+GpuTraining::~GpuTraining() {
+  // Unwinding, a peer may be gone with collectives still queued for it, and freeing the step's
+  // buffers (cudaFree can synchronize) would wait for them: the graphs go first, then the
+  // communicator is aborted so its kernels return; only then are the buffers freed.
+  if (nccl_ && std::uncaught_exceptions() > 0) {
+    step_->release_graphs();
+    nccl_->abort();
+  }
+}
 
 void GpuTraining::start_epoch(int64_t epoch, std::span<const int64_t> order, int64_t steps_before, int64_t steps) {
   step_->start_epoch(epoch, order, steps_before, steps);

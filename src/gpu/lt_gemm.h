@@ -28,6 +28,16 @@ namespace ddp {
 // library may take TF32 instead where that is faster, never less precise than bf16).
 enum class LtMath { kFp32, kTf32, kBf16 };
 
+// What cublasLtMatmulAlgoGetHeuristic's answer means: an algorithm to use, a shape cuBLASLt
+// refuses (gpu/small_gemm.h computes it, slower and never wrong), or an error. A returned
+// algorithm whose `state` is not success cannot be used (cublasLt.h): refused too.
+enum class HeuristicAnswer { kUse, kRefused, kError };
+inline HeuristicAnswer read_heuristic(cublasStatus_t status, int found, cublasStatus_t state) {
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) return HeuristicAnswer::kRefused;
+  if (status != CUBLAS_STATUS_SUCCESS) return HeuristicAnswer::kError;
+  return found > 0 && state == CUBLAS_STATUS_SUCCESS ? HeuristicAnswer::kUse : HeuristicAnswer::kRefused;
+}
+
 class LtGemm {
  public:
   explicit LtGemm(LtMath math = LtMath::kFp32);

@@ -120,9 +120,10 @@ void LtGemm::make_plan(const Key& key, const float* bias, Plan& plan) {
                                                        1, &result, &found);
   }
   cublaslt().cublasLtMatmulPreferenceDestroy(preference);
-  const bool refused = status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE ||
-                       (status == CUBLAS_STATUS_SUCCESS && found == 0);
-  if (refused) {
+  const HeuristicAnswer answer = read_heuristic(status, found, result.state);
+  // What to name in the message: the failed state of an algorithm returned.
+  if (status == CUBLAS_STATUS_SUCCESS && found > 0) status = result.state;
+  if (answer == HeuristicAnswer::kRefused) {
     // Slower, never wrong: said once per shape, so that a user who sees the step slow knows why.
     std::fprintf(stderr,
                  "ddpscope: cuBLASLt has no algorithm for a %lldx%lldx%lld GEMM with this bias and %d-byte "

@@ -9,6 +9,7 @@
 // build without NCCL's header says so from nccl_unavailable().
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -51,11 +52,18 @@ class NcclComm {
   void reduce_scatter_mean(float* data, std::span<const int> counts, CUstream_st* stream);
   void allgather_ranges(float* data, std::span<const int> counts, CUstream_st* stream);
 
-  // Waits for stream's work. On NCCL's asynchronous error, or when the work has not finished
-  // after timeout_s, calls release_graphs, aborts the communicator and throws
-  // DistributedError saying which. release_graphs must destroy every CUDA graph that holds
-  // this communicator's work: from NCCL 2.26 an abort waits until no graph holds it.
-  void synchronize(CUstream_st* stream, double timeout_s, const std::function<void()>& release_graphs = {});
+  // Waits for stream's work. On NCCL's asynchronous error, or when the work has made no
+  // progress for timeout_s (`progress`, a count that grows as the device finishes work, has
+  // not moved: gpu/progress_watch.h; without it, the whole wait is timed), calls
+  // release_graphs, aborts the communicator and throws DistributedError saying which.
+  // release_graphs must destroy every CUDA graph that holds this communicator's work: from
+  // NCCL 2.26 an abort waits until no graph holds it.
+  void synchronize(CUstream_st* stream, double timeout_s, const std::function<void()>& release_graphs = {},
+                   const std::function<int64_t()>& progress = {});
+
+  // Aborts the communicator (once): its queued kernels return, so that a rank unwinding with
+  // collectives queued for a peer that is gone frees its memory instead of waiting.
+  void abort();
 
   std::string version() const;  // "2.28.7"
 

@@ -9,6 +9,7 @@
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/nccl_comm.h"
+#include "gpu/progress_watch.h"
 #include "gpu/nccl_library.h"
 
 namespace ddp {
@@ -89,9 +90,12 @@ void NcclComm::allgather_ranges(float* data, std::span<const int> counts, CUstre
   });
 }
 
-void NcclComm::synchronize(CUstream_st* stream, double timeout_s, const std::function<void()>& release_graphs) {
-  using Clock = std::chrono::steady_clock;
+void NcclComm::synchronize(CUstream_st* stream, double timeout_s, const std::function<void()>& release_graphs,
+                           const std::function<int64_t()>& progress) {
+  using Clock = ProgressWatch::Clock;
   const Clock::time_point start = Clock::now();
+  const auto count = [&]() -> int64_t { return progress ? progress() : 0; };
+  ProgressWatch watch(timeout_s, start, count());
   // Spin briefly (a read at a logging step waits microseconds), then poll without a core.
   constexpr auto kSpin = std::chrono::milliseconds(2);
   constexpr auto kPoll = std::chrono::microseconds(100);
@@ -99,6 +103,10 @@ void NcclComm::synchronize(CUstream_st* stream, double timeout_s, const std::fun
     const cudaError_t status = cudaStreamQuery(stream);
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) check_cuda(status, "cudaStreamQuery");
+    // "Not ready" is no failure, but the runtime keeps it as the thread's last error, where the
+    // next launch's check (cudaGetLastError) would read it as its own: take it back out.
+    const cudaError_t last = cudaGetLastError();
+    if (last != cudaSuccess && last != cudaErrorNotReady) check_cuda(last, "a launch before the wait");
     ncclResult_t async = ncclSuccess;
     check_nccl(nccl().ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
     if (async != ncclSuccess && async != ncclInProgress) {
@@ -106,14 +114,14 @@ void NcclComm::synchronize(CUstream_st* stream, double timeout_s, const std::fun
                              nccl().ncclGetLastError(comm_)),
                  release_graphs);
     }
-    const auto waited = Clock::now() - start;
-    if (std::chrono::duration<double>(waited).count() > timeout_s) {
-      abort_with(fmt::format("the GPU's work, with its NCCL allreduces, has not finished after {:g} s "
+    const Clock::time_point now = Clock::now();
+    if (watch.stalled(now, count())) {
+      abort_with(fmt::format("the GPU's work, with its NCCL allreduces, has made no progress for {:g} s "
                              "(DDPSCOPE_COMM_TIMEOUT_S): a rank has stopped taking part in the collectives",
                              timeout_s),
                  release_graphs);
     }
-    if (waited < kSpin) {
+    if (now - start < kSpin) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(kPoll);
@@ -121,11 +129,16 @@ void NcclComm::synchronize(CUstream_st* stream, double timeout_s, const std::fun
   }
 }
 
-void NcclComm::abort_with(const std::string& why, const std::function<void()>& release_graphs) {
+void NcclComm::abort() {
+  if (comm_ == nullptr || aborted_) return;
   aborted_ = true;
+  nccl().ncclCommAbort(comm_);
+}
+
+void NcclComm::abort_with(const std::string& why, const std::function<void()>& release_graphs) {
   // A graph still in flight is freed when it ends, which the abort makes its kernels do.
   if (release_graphs) release_graphs();
-  nccl().ncclCommAbort(comm_);  // its kernels return, so the process can end
+  abort();  // its kernels return, so the process can end
   throw DistributedError(why);
 }
 

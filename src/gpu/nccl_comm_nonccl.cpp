@@ -27,9 +27,10 @@ void NcclComm::reduce_scatter_mean(float*, std::span<const int>, CUstream_st*) {
 void NcclComm::allgather_ranges(float*, std::span<const int>, CUstream_st*) {
   DDP_CHECK(false, "no NCCL in this build");
 }
-void NcclComm::synchronize(CUstream_st*, double, const std::function<void()>&) {
+void NcclComm::synchronize(CUstream_st*, double, const std::function<void()>&, const std::function<int64_t()>&) {
   DDP_CHECK(false, "no NCCL in this build");
 }
+void NcclComm::abort() {}
 void NcclComm::abort_with(const std::string& why, const std::function<void()>&) { throw DistributedError(why); }
 std::string NcclComm::version() const { return ""; }
 

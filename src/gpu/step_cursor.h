@@ -16,7 +16,10 @@ struct StepCursor {
   int64_t step = 0;         // the epoch's optimizer steps already taken (a row of its scalar tables)
 };
 
-// Enqueued on stream, one thread: micro_batch += micro_batches, step += 1.
-void launch_advance_cursor(StepCursor* cursor, int64_t micro_batches, cudaStream_t stream);
+// Enqueued on stream, one thread: micro_batch += micro_batches, step += 1, and the count of
+// steps the device finished, *steps_done, plus one, also written to steps_done_host (mapped host
+// memory, gpu/mapped_counter.h): how the host sees the device make progress.
+void launch_advance_cursor(StepCursor* cursor, int64_t micro_batches, int64_t* steps_done, int64_t* steps_done_host,
+                           cudaStream_t stream);
 
 }  // namespace ddp

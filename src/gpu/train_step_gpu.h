@@ -36,6 +36,7 @@
 #include "gpu/gpu_samples.h"
 #include "gpu/lt_gemm.h"
 #include "gpu/mlp_gpu.h"
+#include "gpu/mapped_counter.h"
 #include "gpu/nccl_comm.h"
 #include "gpu/step_cursor.h"
 #include "gpu/step_timer.h"
@@ -105,6 +106,10 @@ class GpuTrainStep {
   // since the last call. A timed step not taken before the next start_epoch is dropped.
   std::optional<DeviceStepMarks> take_timed_step();
 
+  // Destroys the graphs that hold NCCL's work (the step's): before the communicator is aborted,
+  // which from NCCL 2.26 waits until no graph holds it.
+  void release_graphs();
+
   // Waits for the device; the sum of (pred - target)^2 of each micro-batch the epoch has
   // taken since start_epoch, in order. A non-finite difference makes its sum non-finite.
   std::vector<double> epoch_sum_squares();
@@ -138,8 +143,9 @@ class GpuTrainStep {
   // In the last micro-batch's backward: after layer's gradients, the allreduces the plan puts
   // there (dist/gpu_step_schedule.h), each on comm_stream_ once that layer is done.
   void start_bucket_allreduces(int64_t layer);
-  // Waits for the device (through NCCL's poll when it averages; on its failure, the graphs
-  // holding NCCL's work are destroyed before the communicator is aborted).
+  // Waits for the device (through NCCL's poll when it averages, which times the absence of
+  // progress: the steps the device finished; on its failure, the graphs holding NCCL's work
+  // are destroyed before the communicator is aborted).
   void wait();
   bool sharded_over_nccl() const { return config_.nccl != nullptr && !config_.shard_counts.empty(); }
 
@@ -155,6 +161,7 @@ class GpuTrainStep {
   DeviceArray<float> x_, y_;
   DeviceArray<int64_t> order_;
   DeviceArray<StepCursor> cursor_;
+  MappedCounter steps_done_;  // written by the device at each step's end
   DeviceArray<AdamScalars> adam_table_;
   DeviceArray<SgdScalars> sgd_table_;
   DeviceArray<double> sum_squares_;  // one per micro-batch of the epoch

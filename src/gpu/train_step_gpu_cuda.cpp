@@ -202,18 +202,22 @@ void GpuTrainStep::start_bucket_allreduces(int64_t layer) {
 
 void GpuTrainStep::wait() {
   if (config_.nccl != nullptr) {
-    config_.nccl->synchronize(stream_.get(), config_.nccl_timeout_s, [this] {
-      step_graphs_.clear();
-      timed_graphs_.clear();
-    });
+    config_.nccl->synchronize(
+        stream_.get(), config_.nccl_timeout_s, [this] { release_graphs(); }, [this] { return steps_done_.read(); });
   } else {
     check_cuda(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
   }
 }
 
+void GpuTrainStep::release_graphs() {
+  step_graphs_.clear();
+  timed_graphs_.clear();
+}
+
 void GpuTrainStep::enqueue_update(int64_t micro_batches) {
   enqueue_optimizer();
-  launch_advance_cursor(cursor_.data(), micro_batches, stream_.get());
+  launch_advance_cursor(cursor_.data(), micro_batches, steps_done_.device_count(), steps_done_.host_on_device(),
+                        stream_.get());
 }
 
 // The host-memory transport: the gradients part as one graph (or eagerly), the ranks' average

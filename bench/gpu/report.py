@@ -2,7 +2,7 @@
 
     python3 bench/gpu/report.py STEPS_TSV OUT_DIR HEADER_TEXT
 
-STEPS_TSV has one step a line: name, status (ran / failed / not run / timed out), wall
+STEPS_TSV has one step a line: name, status (ran / failed / not run / timed out / cut by the budget), wall
 seconds, microseconds per optimizer step, note; tab-separated, empty where not measured.
 Ratios are printed only between steps that both ran.
 """
@@ -15,6 +15,8 @@ RATIOS = [
     ("lightning_seed_probe", "ddpscope_gpu_graph", "the seed's Lightning script (with its probe) / ddpscope (graph)"),
     ("eager_torch", "ddpscope_gpu_graph", "eager PyTorch loop / ddpscope (graph)"),
     ("ddpscope_gpu_eager", "ddpscope_gpu_graph", "ddpscope eager (--no-cuda-graph) / graph"),
+    ("ddpscope_gpu_tf32", "ddpscope_gpu_graph", "ddpscope TF32 / fp32 (graph)"),
+    ("ddpscope_gpu_bf16", "ddpscope_gpu_graph", "ddpscope bf16-mixed / fp32 (graph)"),
     ("ddpscope_gpu_graph_probe", "ddpscope_gpu_graph", "ddpscope with the per-step probe / without"),
     ("eager_torch_probe", "eager_torch", "eager PyTorch with the per-step probe / without"),
     ("lightning_seed_probe", "lightning_seed_no_probe", "Lightning with the per-step probe / without"),

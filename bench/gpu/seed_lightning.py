@@ -9,6 +9,10 @@ needs 3 GPUs). Prints the seed's "Training completed in N seconds" and one JSON 
 the epochs run: fewer than asked when --max-seconds, Lightning's max_time, stopped it).
 
     python3 bench/gpu/seed_lightning.py [--max-epochs 200] [--no-probe] [--devices 1] [--max-seconds S]
+                                        [--trace-dir DIR]
+
+With --trace-dir, Lightning's PyTorchProfiler writes the per-rank Kineto traces of steps 3 to 10
+there (what `ddpscope analyze` reads), as a user of the seed would make them.
 
 Exit 0; 3 when torch, Lightning or a GPU is missing here (the reason on stderr); 2 for bad
 arguments.
@@ -28,6 +32,7 @@ def parse_args(argv):
     parser.add_argument("--no-probe", action="store_true", help="leave out the per-step NVML probe")
     parser.add_argument("--log-dir", default="lightning_logs_seed")
     parser.add_argument("--max-seconds", type=int, default=0, help="Lightning's max_time in seconds (0: none)")
+    parser.add_argument("--trace-dir", default="", help="write torch.profiler traces here (PyTorchProfiler)")
     args = parser.parse_args(argv)
     if args.max_epochs < 1 or args.devices < 1 or args.max_seconds < 0:
         parser.error("--max-epochs and --devices must be at least 1, --max-seconds at least 0")
@@ -120,10 +125,15 @@ def main(argv):
 
     data_module = SimpleDataModule(batch_size=256, size=5000)
     model = SimpleModel()
+    profiler = None
+    if args.trace_dir:
+        from pytorch_lightning.profilers import PyTorchProfiler
+        profiler = PyTorchProfiler(dirpath=args.trace_dir, filename="seed", export_to_chrome=True,
+                                   schedule=torch.profiler.schedule(wait=1, warmup=1, active=8))
     start_time = time.time()
     trainer = pl.Trainer(accelerator="gpu", strategy=args.strategy, devices=args.devices,
                          max_epochs=args.max_epochs, accumulate_grad_batches=3,
-                         logger=CSVLogger(args.log_dir),
+                         logger=CSVLogger(args.log_dir), profiler=profiler,
                          max_time=datetime.timedelta(seconds=args.max_seconds) if args.max_seconds else None)
     trainer.fit(model, data_module)
     if trainer.is_global_zero:

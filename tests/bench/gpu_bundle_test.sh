@@ -61,6 +61,30 @@ if find "$work/out" -mindepth 1 | sed "s|^$work/out/||" | grep -E '[^A-Za-z0-9._
 fi
 echo "check.sh ran here and said what it could not run"
 
+# With a GPU that nvidia-smi names and nothing else can reach (a fake nvidia-smi), every GPU
+# step is tried, in the order the goals need them: the seed's timings, the NVML probe, the
+# Python anchors, Lightning's traces for analyze, memcheck, then the test suites and the doctor.
+mkdir "$work/fakebin"
+cat >"$work/fakebin/nvidia-smi" <<'SMI'
+#!/bin/sh
+if [ "$1" = -L ]; then echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000000)"; else echo "a fake nvidia-smi"; fi
+SMI
+chmod +x "$work/fakebin/nvidia-smi"
+PATH=$work/fakebin:$PATH OUT=$work/out-fake "$source/bench/gpu/check.sh" "$work/pack/ddpscope-bundle.tar.gz" >/dev/null || true
+order=(machine ddpscope_version accelerator_cuda ddpscope_gpu_graph nvml_cycle_pynvml eager_torch lightning_seed_no_probe
+  lightning_traces)
+[[ -n $(sed -n 's/^gpu_tests: //p' "$bundle/MANIFEST") ]] && order+=(compute_sanitizer)
+order+=(doctor_cuda)
+previous=0
+for name in "${order[@]}"; do
+  line=$(grep -n "^| $name |" "$work/out-fake/results.md" | head -1 | cut -d: -f1)
+  [[ -n $line ]] || fail "check.sh with a GPU named recorded no step $name"
+  ((line > previous)) || fail "check.sh ran $name out of the documented order"
+  previous=$line
+done
+grep -q '^| nvml_cycle_pynvml | not run |' "$work/out-fake/results.md" || fail "pynvml's absence is not 'not run'"
+echo "check.sh with a GPU named ran its steps in order"
+
 # A check that stops partway (here: a bundle without its MANIFEST) still brings back the
 # results of the steps before it, saying that it stopped.
 mkdir -p "$work/broken/ddpscope-bundle"

@@ -188,6 +188,9 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     out.push_back(std::move(f));
   }
 
+  // A phase spread must also exceed the run's own noise band (its repeats' or its epochs').
+  const std::optional<RunSample> noise = sample_of(many);
+  const double band = noise ? kNormal95 * noise->sample.standard_error : 0.0;
   const int arrival_straggler = arrival_straggler_rank(in).value_or(-1);
   for (const Phase phase : {Phase::kData, Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kValidation,
                             Phase::kLogging, Phase::kMonitor}) {
@@ -196,16 +199,27 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     const double max = spread_phase(many, phase, &slowest, &fastest);
     const double gap = max - fastest;
     if (slowest == arrival_straggler) continue;  // the arrival rule names it, with its cause
-    if (max <= 0 || gap <= kStragglerMinSpread * max || gap / many.summary.wall_seconds <= kStragglerMinShare) {
+    if (max <= 0 || gap <= kStragglerMinSpread * max || gap / many.summary.wall_seconds <= kStragglerMinShare ||
+        gap <= band) {
       continue;
     }
+    // What it cost the others: their wait at the synchronisations beyond its own.
+    const auto wait = [](const PhaseSeconds& p) { return p[static_cast<std::size_t>(Phase::kCommWait)]; };
+    const std::vector<PhaseSeconds>& ranks = many.summary.phases_per_rank;
+    double others_wait = 0;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      if (static_cast<int>(r) != slowest) others_wait += std::max(0.0, wait(ranks[r]) - wait(ranks[slowest]));
+    }
+    others_wait /= static_cast<double>(ranks.size() - 1);
     const std::string_view name = kPhaseNames[static_cast<std::size_t>(phase)];
     Finding f;
     f.title = fmt::format("Rank {} is a straggler in {}: {:.3f} s more than the fastest rank", slowest, name, gap);
     f.detail = fmt::format(
-        "In {}, {} took {:.3f} s on rank {} and {:.3f} s on the fastest rank; every other rank "
-        "waits for it at the next synchronisation.",
-        many.label, name, max, slowest, fastest);
+        "In {}, {} took {:.3f} s on rank {} and {:.3f} s on the fastest rank; the other ranks waited {:.3f} s each "
+        "for it at the synchronisations (their comm_wait beyond its own), {} of the run. The spread is beyond the "
+        "run's noise ({}).",
+        many.label, name, max, slowest, fastest, others_wait, percent(others_wait / many.summary.wall_seconds),
+        noise ? fmt::format("±{:.3f} s, from its {}", band, noise->source) : std::string("not measured"));
     f.cost_seconds = gap;
     f.share_of_wall = gap / many.summary.wall_seconds;
     f.evidence = {many.label};

@@ -313,6 +313,37 @@ TEST(FindingsRules, ARankSlowerInAPhaseIsNamedWithItsGap) {
   EXPECT_TRUE(contains(f->fix, "Check what else runs on that rank's core")) << f->fix;
 }
 
+TEST(FindingsRules, AStragglerFindingSaysWhatTheOtherRanksWaitedForIt) {
+  Pair p;
+  set_rank_phase(p.two, 0, "data", 0.05);
+  set_rank_phase(p.two, 1, "data", 0.2);
+  set_rank_phase(p.two, 0, "comm_wait", 0.16);
+  set_rank_phase(p.two, 1, "comm_wait", 0.02);
+  const std::vector<Finding> findings = p.findings();
+  const Finding* f = titled(findings, "Rank 1 is a straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->detail, "the other ranks waited 0.140 s each for it at the synchronisations")) << f->detail;
+  EXPECT_TRUE(contains(f->detail, "beyond the run's noise (±0.001 s, from its epochs)")) << f->detail;
+}
+
+// A clean 2-device seed run here spread a phase by up to 4.1 % of its wall (2 of 4 runs).
+TEST(FindingsRules, ASpreadLikeACleanRunsIsNoStraggler) {
+  Pair p;
+  set_rank_phase(p.two, 0, "backward", 0.40);
+  set_rank_phase(p.two, 1, "backward", 0.45);  // 12 % of the phase, 5 % of the run
+  EXPECT_EQ(titled(p.findings(), "Rank"), nullptr);
+}
+
+TEST(FindingsRules, ASpreadWithinTheRunsNoiseBandIsNoStraggler) {
+  Pair p;
+  set_rank_phase(p.two, 0, "data", 0.05);
+  set_rank_phase(p.two, 1, "data", 0.15);  // 10 % of the run
+  EXPECT_NE(titled(p.findings(), "Rank 1 is a straggler"), nullptr);
+  // Epochs that vary by 80 % of their mean: the wall's band is ±1.96 * 0.8 / sqrt(199) = ±0.11 s.
+  p.two.summary.steady_epochs.sd_seconds = 0.8 * p.two.summary.steady_epochs.mean_seconds;
+  EXPECT_EQ(titled(p.findings(), "Rank"), nullptr);
+}
+
 TEST(FindingsRules, ALoggingStragglerIsToldThatRankZeroWritesTheLogs) {
   Pair p;
   set_rank_phase(p.two, 0, "logging", 0.1);

@@ -15,6 +15,7 @@
 
 #include "ddpscope/error.h"
 #include "doctor/interconnect.h"
+#include "doctor/prediction_band.h"
 #include "doctor/scaling_model.h"
 #include "run_options.h"
 #include "train/options.h"
@@ -45,7 +46,34 @@ struct Forecast {
   Prediction prediction;
   std::vector<SweepPoint> batches, widths;  // with more than one device
   std::vector<DevicesRow> devices_list;
+  std::optional<PredictionBand> band;  // none when doctor.json has no measured prediction rows
 };
+
+// A model fitted without a multi-device run has no price for communication: it predicts one
+// device only. DataError naming the runs that failed, and why, when more are asked for.
+void require_multi_device_run(const std::string& path, const nlohmann::json& doctor, int devices) {
+  if (devices <= 1) return;
+  const auto runs = doctor.find("runs");
+  std::vector<std::string> failed;
+  if (runs != doctor.end() && runs->is_array()) {
+    for (const nlohmann::json& run : *runs) {
+      if (!run.is_object()) continue;
+      const int n = run.value("devices", 0);
+      if (n > 1 && run.value("ok", false)) return;
+      if (n > 1) {
+        std::string error = run.value("error", std::string("no error recorded"));
+        error = error.substr(0, error.find('\n'));
+        failed.push_back(fmt::format("{}: {}", run.value("label", fmt::format("devices={}", n)), error));
+      }
+    }
+  }
+  throw DataError(
+      fmt::format("{}: the model has no multi-device run, so no price for communication, and predicts 1 "
+                  "device only, not {}{}",
+                  path, devices,
+                  failed.empty() ? std::string(" (the doctor ran none)")
+                                 : fmt::format(" (the doctor's failed: {})", fmt::join(failed, "; "))));
+}
 
 nlohmann::json read_doctor_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -200,7 +228,13 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", o.from, e.what()));
   }
+  int most_devices = f.config.devices;
+  for (int devices : o.devices_list) most_devices = std::max(most_devices, devices);
+  require_multi_device_run(o.from, doctor, most_devices);
   f.prediction = predict(model, f.config);
+  if (const std::vector<MeasuredPoint> measured = measured_points(doctor); !measured.empty()) {
+    f.band = prediction_band(measured, f.config);
+  }
   if (f.config.devices > 1) {
     f.batches = batch_sweep(model, f.config, f.config.devices);
     f.widths = width_sweep(model, f.config, f.config.devices);
@@ -259,8 +293,19 @@ void print_text(const Forecast& f) {
              p.alpha_seconds * 1e6, p.beta_bytes_per_second * 1e-9);
   fmt::print("Per rank and epoch: {} samples, {} micro-batches, {} optimizer steps, {} gradient syncs\n",
              n.samples_per_rank, n.micro_batches_per_epoch, n.optimizer_steps_per_epoch, n.syncs_per_epoch);
-  fmt::print("\nPredicted wall time: {:.3f} s (1 device: {:.3f} s, speedup {:.2f}x)\n\n", p.wall_seconds,
-             p.one_device_wall_seconds, p.speedup);
+  fmt::print("\nPredicted wall time: {:.3f} s{} (1 device: {:.3f} s, speedup {:.2f}x)\n", p.wall_seconds,
+             f.band ? fmt::format(" ± {:.0f} %", 100 * f.band->relative) : std::string(), p.one_device_wall_seconds,
+             p.speedup);
+  if (f.band) {
+    fmt::print(
+        "Band: the model's largest error on the doctor's runs, {:.1f} % (at least {:.0f} %), plus {:.0f} % per "
+        "e-fold from the nearest measured configuration ({:.2f} e-folds)\n",
+        100 * f.band->fit_error, 100 * kBandFloor, 100 * kBandPerEFold, f.band->distance);
+    for (const std::string& o : f.band->outside) fmt::print("Outside what the doctor measured: {}\n", o);
+  } else {
+    fmt::print("Band: unknown ({} has no measured prediction rows to state the model's error)\n", f.from);
+  }
+  fmt::print("\n");
   fmt::print("{:<12} {:>10} {:>7}\n", "phase", "seconds", "share");
   for (std::size_t phase = 0; phase < kPhaseCount; ++phase) {
     fmt::print("{:<12} {:>10.4f} {:>6.1f}%\n", kPhaseNames[phase], p.phases[phase],
@@ -339,6 +384,14 @@ void print_json(const Forecast& f) {
                              {"gradient_syncs", n.syncs_per_epoch}};
   j["parameters"] = n.parameters;
   j["prediction"] = prediction_json(p);
+  if (f.band) {
+    j["band"] = {{"relative", f.band->relative},
+                 {"fit_error", f.band->fit_error},
+                 {"distance_efolds", f.band->distance},
+                 {"outside", f.band->outside}};
+  } else {
+    j["band"] = nullptr;
+  }
   j["allreduce_seconds_per_sync"] = p.allreduce_seconds_per_sync;
   j["batch_size"] = c.devices > 1 ? sweep_json(f.batches, "batch_size") : nlohmann::ordered_json(nullptr);
   j["hidden_size"] = c.devices > 1 ? sweep_json(f.widths, "hidden_size") : nlohmann::ordered_json(nullptr);

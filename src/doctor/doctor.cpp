@@ -173,6 +173,13 @@ void fit(const DoctorRequest& request, const std::string& exe, const WorkloadCou
   }
 }
 
+bool multi_device_measured(const DoctorResult& result) {
+  const auto many = [](const RunRecord& r) { return r.ok && r.devices > 1; };
+  return std::any_of(result.runs.begin(), result.runs.end(), many) ||
+         std::any_of(result.ablations.begin(), result.ablations.end(),
+                     [&](const AblationResult& a) { return many(a.run); });
+}
+
 PredictionRow prediction_row(const ModelParameters& model, const WorkloadConfig& w, const RunRecord* measured,
                              const std::string& ablation) {
   const Prediction p = predict(model, w);
@@ -202,6 +209,8 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
     if (!a.run.ok) continue;
     rows.push_back(prediction_row(model, workload_for(a.run.config, a.run.devices), &a.run, a.name));
   }
+  // Without a multi-device run the model has no price for communication: no other device count.
+  if (!multi_device_measured(result)) return rows;
   // The measured link only where an allreduce was measured (not on one device, not on one GPU).
   const bool link_measured = model.beta_bytes_per_second > 0;
   for (const int devices : {3, 8, 64}) {
@@ -263,6 +272,11 @@ DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
   const WorkloadConfig workload = workload_for(request.config, request.devices.back());
   fit(request, exe, count_workload(workload), result);
   if (result.model) {
+    if (request.devices.back() > 1 && !multi_device_measured(result)) {
+      result.notes.push_back(
+          "No multi-device run succeeded: the model has no price for communication (its launch, jitter and link "
+          "are not measured), and it predicts no other device count; predict refuses to (exit 3).");
+    }
     result.predictions = predictions_of(result, workload, request.devices);
     std::vector<const RunRecord*> device_runs;
     for (const RunRecord& r : result.runs) device_runs.push_back(&r);

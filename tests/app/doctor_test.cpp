@@ -175,6 +175,14 @@ TEST(Doctor, AFailedRunIsReportedTheReportIsStillWrittenAndTheExitCodeSaysSo) {
   EXPECT_NE(doc["runs"][1]["error"].get<std::string>().find("mpirun"), std::string::npos) << doc["runs"][1].dump();
   EXPECT_TRUE(std::filesystem::exists(dir / "ddpscope_logs/version_0/report.html"));
   EXPECT_NE(r.out.find("failed"), std::string::npos) << r.out;
+  // No multi-device run: the model prices no communication, so it predicts no other device
+  // count, says so, and predict refuses one.
+  for (const auto& row : doc["predictions"]) EXPECT_FALSE(row["label"].is_null()) << row.dump();
+  const std::string notes = doc["notes"].dump();
+  EXPECT_NE(notes.find("No multi-device run succeeded"), std::string::npos) << notes;
+  const auto predicted = run_command(kBinary + " predict --from ddpscope_logs/version_0/compare.json --devices 2", dir);
+  EXPECT_EQ(predicted.exit_code, 3) << predicted.err;
+  EXPECT_NE(predicted.err.find("(the doctor's failed: devices=2: "), std::string::npos) << predicted.err;
 }
 
 TEST(Doctor, BadDeviceListsAndExistingFoldersAreRefused) {

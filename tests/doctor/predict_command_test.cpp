@@ -52,7 +52,24 @@ nlohmann::json doctor_json() {
             {"bucket_cap_mb", 25},
             {"sync_every_micro_batch", false},
             {"monitor_mode", "per-step"}}},
-          {"runs", nlohmann::json::array()},
+          {"runs",
+           {{{"label", "devices=1"}, {"devices", 1}, {"ok", true}},
+            {{"label", "devices=3"}, {"devices", 3}, {"ok", true}}}},
+          {"predictions",
+           {{{"label", "devices=1"},
+             {"devices", 1},
+             {"batch_size", 256},
+             {"hidden_size", 256},
+             {"hidden_layers", 3},
+             {"measured_wall_seconds", 10.0},
+             {"error", 0.02}},
+            {{"label", "devices=3"},
+             {"devices", 3},
+             {"batch_size", 256},
+             {"hidden_size", 256},
+             {"hidden_layers", 3},
+             {"measured_wall_seconds", 8.0},
+             {"error", -0.04}}}},
           {"model", to_json(model())}};
 }
 
@@ -74,7 +91,7 @@ TEST(PredictCommand, PrintsTheModelsWallTimePhasesAndBreakEven) {
   c.devices = 3;
   c.accumulate_grad_batches = 3;
   const Prediction p = predict(model(), c);
-  EXPECT_NE(r.out.find(fmt::format("Predicted wall time: {:.3f} s (1 device: {:.3f} s, speedup {:.2f}x)",
+  EXPECT_NE(r.out.find(fmt::format("Predicted wall time: {:.3f} s ± 5 % (1 device: {:.3f} s, speedup {:.2f}x)",
                                    p.wall_seconds, p.one_device_wall_seconds, p.speedup)),
             std::string::npos)
       << r.out;
@@ -119,7 +136,8 @@ TEST(PredictCommand, TakesTheTrainCommandLineAndNamesWhatItDoesNotModel) {
   c.batch_size = 64;
   c.accumulate_grad_batches = 3;
   const Prediction p = predict(model(), c);
-  EXPECT_NE(r.out.find(fmt::format("Predicted wall time: {:.3f} s (1 device: {:.3f} s, speedup {:.2f}x)",
+  // The band: 0.05 + 0.2 * (ln(256 / 64) + ln(3 / 2)), the nearest measured being 3 devices at 256.
+  EXPECT_NE(r.out.find(fmt::format("Predicted wall time: {:.3f} s ± 41 % (1 device: {:.3f} s, speedup {:.2f}x)",
                                    p.wall_seconds, p.one_device_wall_seconds, p.speedup)),
             std::string::npos)
       << r.out;
@@ -307,6 +325,48 @@ TEST(PredictCommand, BadOptionsExitWithTwo) {
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r.out;
   }
+}
+
+TEST(PredictCommand, AModelWithoutAMultiDeviceRunPredictsOneDeviceOnly) {
+  const auto dir = fresh_dir("predict_no_multi");
+  nlohmann::json doctor = doctor_json();
+  doctor["runs"][1]["ok"] = false;
+  doctor["runs"][1]["error"] = "ddpscope train exited 2: --num-nodes 1 but 3 hosts\nmore";
+  const std::string path = write(dir, "doctor.json", doctor.dump(2));
+  const testing::CommandResult many = run_command(predict_command("--from " + path + " --devices 3"), dir);
+  EXPECT_EQ(many.exit_code, 3);
+  EXPECT_EQ(many.err, "ddpscope: error: " + path +
+                          ": the model has no multi-device run, so no price for communication, and predicts 1 device "
+                          "only, not 3 (the doctor's failed: devices=3: ddpscope train exited 2: --num-nodes 1 but 3 "
+                          "hosts)\n");
+  const testing::CommandResult listed =
+      run_command(predict_command("--from " + path + " --devices 1 --devices-list 1,2"), dir);
+  EXPECT_EQ(listed.exit_code, 3) << "a --devices-list of 2 asks for more than one device too";
+  const testing::CommandResult one = run_command(predict_command("--from " + path + " --devices 1"), dir);
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+}
+
+TEST(PredictCommand, PrintsABandThatGrowsAwayFromTheMeasuredConfigurations) {
+  const auto dir = fresh_dir("predict_band");
+  const std::string path = write(dir, "doctor.json", doctor_json().dump(2));
+  const testing::CommandResult near = run_command(predict_command("--from " + path + " --devices 3"), dir);
+  ASSERT_EQ(near.exit_code, 0) << near.err;
+  EXPECT_NE(near.out.find(" ± 5 % (1 device:"), std::string::npos) << near.out;  // the fit's 4 %, at least 5 %
+  EXPECT_EQ(near.out.find("Outside what the doctor measured"), std::string::npos) << near.out;
+  const testing::CommandResult far =
+      run_command(predict_command("--from " + path + " --devices 3 --batch-size 48"), dir);
+  ASSERT_EQ(far.exit_code, 0) << far.err;
+  // 0.05 + 0.2 * ln(256 / 48) = 0.385
+  EXPECT_NE(far.out.find(" ± 38 % (1 device:"), std::string::npos) << far.out;
+  EXPECT_NE(far.out.find("Outside what the doctor measured: per-device batch 48, below the measured 256: 5.3x the "
+                         "gradient synchronisations per sample of the nearest measured\n"),
+            std::string::npos)
+      << far.out;
+  const testing::CommandResult json =
+      run_command(predict_command("--from " + path + " --devices 3 --batch-size 48 --json"), dir);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NEAR(nlohmann::json::parse(json.out)["band"]["relative"].get<double>(), 0.05 + 0.2 * std::log(256.0 / 48),
+              1e-9);
 }
 
 }  // namespace

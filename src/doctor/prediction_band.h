@@ -1,0 +1,42 @@
+#pragma once
+// How far a prediction of the scaling model can be trusted. At the configurations the doctor
+// ran, the model is as good as its fit there (its largest error on them, at least kBandFloor).
+// Away from them it knows less: the band grows by kBandPerEFold for every e-fold the asked
+// configuration lies from the nearest measured one, summed over per-device batch, hidden width,
+// depth (layers + 1) and devices. Measured: fitted at batch 256 across 3 namespace hosts, the
+// model predicted batch 48 (1.67 e-folds away) 32 % under its run; 0.05 + 0.2 * 1.67 = ±38 %.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "doctor/workload_counts.h"
+
+namespace ddp {
+
+inline constexpr double kBandFloor = 0.05;
+inline constexpr double kBandPerEFold = 0.2;
+
+// A configuration the doctor measured, and the model's error there (predicted / measured - 1).
+struct MeasuredPoint {
+  int devices = 1;
+  int64_t batch_size = 0;
+  int64_t hidden_size = 0;
+  int64_t hidden_layers = 0;
+  double error = 0;
+};
+
+struct PredictionBand {
+  double relative = 0;               // half-width, as a share of the predicted wall time
+  double fit_error = 0;              // the largest |error| at the measured configurations
+  double distance = 0;               // e-folds from the nearest measured configuration
+  std::vector<std::string> outside;  // what lies beyond the measured range, in words
+};
+
+// doctor.json's "predictions" rows that were measured (a label and a measured wall time).
+std::vector<MeasuredPoint> measured_points(const nlohmann::json& doctor);
+
+// Needs at least one measured point (checked).
+PredictionBand prediction_band(const std::vector<MeasuredPoint>& measured, const WorkloadConfig& config);
+
+}  // namespace ddp

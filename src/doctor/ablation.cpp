@@ -58,7 +58,7 @@ void plan_monitor_ablation(const TrainerOptions& t, std::vector<Ablation>& out) 
   }
 }
 
-// The sizes the seed's author tried: batches, widths, depths.
+// The sizes the seed's author tried: batches, widths, depths (named as changes_work knows them).
 void plan_size_ablations(const Config& config, std::vector<Ablation>& out) {
   for (const int64_t batch : {16, 64, 1024}) {
     if (batch == config.data.batch_size) continue;
@@ -108,6 +108,10 @@ std::vector<Ablation> plan_gpu_ablations(const Config& config) {
 }
 
 }  // namespace
+
+bool changes_work(std::string_view name) {
+  return name.starts_with("batch=") || name.starts_with("width=") || name.starts_with("layers+");
+}
 
 std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
   if (config.trainer.accelerator == Accelerator::kCuda) return plan_gpu_ablations(config);

@@ -4,6 +4,7 @@
 // largest device count.
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ddpscope/config.h"
@@ -37,6 +38,11 @@ struct Ablation {
 // (accelerator cuda, one device), the habits are the per-step probe and the CUDA graph
 // (--no-cuda-graph), then the precision (32-true against tf32) and the sizes.
 std::vector<Ablation> plan_ablations(const Config& config, int max_devices);
+
+// Whether an ablation of that name changes the work (a size the seed's author tried: "batch=",
+// "width=", "layers+"), not a habit: its wall against the baseline says only that more
+// arithmetic takes longer (doctor/size_speedup.h says what it tells).
+bool changes_work(std::string_view ablation_name);
 
 // The catalogue's ablations (docs/scaling-guide.md) on a machine where the job may use
 // `cores` per host:

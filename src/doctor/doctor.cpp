@@ -269,6 +269,7 @@ DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
     result.notes.push_back(fmt::format("Stopped by {}: the runs after it were not started; what is here is what ran.",
                                        signal_name(signal)));
   }
+  result.size_speedups = size_speedups(result.ablations, result.runs);
   const WorkloadConfig workload = workload_for(request.config, request.devices.back());
   fit(request, exe, count_workload(workload), result);
   if (result.model) {

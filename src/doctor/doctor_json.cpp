@@ -143,6 +143,8 @@ nlohmann::ordered_json to_json(const DoctorResult& result) {
   if (result.ablations_run) {
     doc["ablations"] = nlohmann::ordered_json::array();
     for (const AblationResult& a : result.ablations) doc["ablations"].push_back(ablation_json(a));
+    doc["size_speedups"] = nlohmann::ordered_json::array();
+    for (const SizeSpeedup& s : result.size_speedups) doc["size_speedups"].push_back(to_json(s));
     doc["findings"] = nlohmann::ordered_json::array();
     for (const Finding& f : result.findings) doc["findings"].push_back(to_json(f));
     doc["runs_ablations"] = nlohmann::ordered_json::array();

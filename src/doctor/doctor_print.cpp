@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "doctor/ablation.h"
 #include "doctor/doctor_result.h"
 #include "doctor/run_noise.h"
 
@@ -51,11 +52,17 @@ void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
   }
 }
 
-void print_ablations(std::FILE* out, const std::vector<AblationResult>& ablations) {
+void print_ablations(std::FILE* out, const std::vector<AblationResult>& ablations,
+                     const std::vector<SizeSpeedup>& sizes) {
   std::fprintf(out,
                "\nAblations (epochs reduced and extrapolated from the steady per-epoch time where marked *; the "
                "effect with its 95 %% band of noise):\n");
   for (const AblationResult& a : ablations) {
+    // A size changes the work: its wall against the baseline is shown as N devices against one below.
+    if (changes_work(a.name) &&
+        std::any_of(sizes.begin(), sizes.end(), [&](const SizeSpeedup& s) { return s.name == a.name; })) {
+      continue;
+    }
     if (!a.run.ok || !a.baseline->ok) {
       const std::string& error = a.run.ok ? std::string("its baseline run failed") : a.run.error;
       std::fprintf(out, "  %-34s failed: %s\n", a.run.label.c_str(), error.c_str());
@@ -99,7 +106,13 @@ void print_findings(std::FILE* out, const std::vector<Finding>& findings) {
 
 void print(const DoctorResult& result, std::FILE* out) {
   print_compare_table(out, result.runs);
-  if (result.ablations_run) print_ablations(out, result.ablations);
+  if (result.ablations_run) {
+    print_ablations(out, result.ablations, result.size_speedups);
+    if (!result.size_speedups.empty()) {
+      std::fprintf(out, "\nThe sizes tried: do N devices beat one there?\n");
+      for (const SizeSpeedup& s : result.size_speedups) std::fprintf(out, "  %s\n", describe(s).c_str());
+    }
+  }
   if (result.model) print_model(out, *result.model, result.predictions);
   if (result.ablations_run) print_findings(out, result.findings);
   for (const std::string& note : result.notes) std::fprintf(out, "Note: %s\n", note.c_str());

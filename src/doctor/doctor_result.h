@@ -13,6 +13,7 @@
 #include "doctor/findings.h"
 #include "doctor/run_record.h"
 #include "doctor/scaling_model.h"
+#include "doctor/size_speedup.h"
 #include "doctor/workload_counts.h"
 
 namespace ddp {
@@ -33,10 +34,11 @@ struct DoctorResult {
   bool ablations_run = false;  // doctor: true; compare: false
   Config config;               // the base configuration
   std::vector<std::string> notes;
-  std::string command;                    // the command that ran this doctor
-  std::vector<RunRecord> runs;            // by increasing devices
-  std::vector<AblationResult> ablations;  // each points at its baseline in `runs`
-  AllreduceFit allreduce;                 // rows empty without a probe
+  std::string command;                     // the command that ran this doctor
+  std::vector<RunRecord> runs;             // by increasing devices
+  std::vector<AblationResult> ablations;   // each points at its baseline in `runs`
+  std::vector<SizeSpeedup> size_speedups;  // the size ablations as N devices against one
+  AllreduceFit allreduce;                  // rows empty without a probe
   std::optional<ModelParameters> model;
   std::vector<PredictionRow> predictions;
   std::vector<Finding> findings;

@@ -458,7 +458,35 @@ std::string arrival_section(const std::vector<ReportRun>& runs, int number) {
   return out + "</section>";
 }
 
-std::string ablation_section(const std::vector<AblationRow>& ablations, int number) {
+// The sizes the seed's author tried, as the question they asked: do N devices beat one there?
+std::string sizes_table(const std::vector<SizeSpeedupRow>& sizes) {
+  if (sizes.empty()) return "";
+  std::string out =
+      "<h3>The sizes tried: N devices against one</h3><p class=\"muted\">A size changes the work, so its wall time "
+      "against the baseline says only that more arithmetic takes longer; what matters is whether N devices beat "
+      "one at that size.</p><table id=\"sizes\"><thead><tr><th>size</th><th class=\"num\">devices</th>"
+      "<th class=\"num\">wall, 1 device</th><th class=\"num\">wall, N devices</th><th class=\"num\">speedup</th>"
+      "<th class=\"num\">baseline speedup</th><th class=\"num\">samples/s, N devices</th></tr></thead><tbody>";
+  for (const SizeSpeedupRow& z : sizes) {
+    if (!z.error.empty()) {
+      out += fmt::format(
+          "<tr class=\"failed\"><td>{}</td><td class=\"num\">{}</td><td colspan=\"5\" "
+          "class=\"worse\">failed: {}</td></tr>",
+          esc(z.name), format_count(z.devices), esc(z.error));
+      continue;
+    }
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num {}\">{}×</td><td class=\"num\">{}×</td><td class=\"num\">{}</td></tr>",
+        esc(z.name), format_count(z.devices), seconds_text(z.one_device_wall_seconds), seconds_text(z.wall_seconds),
+        z.speedup > 1 ? "better" : "worse", format_number(z.speedup), format_number(z.baseline_speedup),
+        format_count(std::round(z.samples_per_second)));
+  }
+  return out + "</tbody></table>";
+}
+
+std::string ablation_section(const std::vector<AblationRow>& ablations, const std::vector<SizeSpeedupRow>& sizes,
+                             int number) {
   std::string out = section_start(
       "ablation-results", number, "Ablations: one habit changed at a time",
       "Each row switches one thing against the baseline run at the same device count. Positive change means "
@@ -495,7 +523,7 @@ std::string ablation_section(const std::vector<AblationRow>& ablations, int numb
   if (any_extrapolated) {
     out += "<p class=\"muted\">* Ran fewer epochs and extrapolated to the full run from steady per-epoch times.</p>";
   }
-  return out + "</section>";
+  return out + sizes_table(sizes) + "</section>";
 }
 
 std::string findings_section(const std::vector<FindingView>& findings, int number) {
@@ -633,7 +661,7 @@ std::string render_report_html(const ReportView& view) {
   if (!analyze) out += utilization_section(view.runs, ++number);
   out += arrival_section(view.runs, ++number);
   // compare.json has neither; an empty list in doctor.json still gets its section and says so.
-  if (view.ablations) out += ablation_section(*view.ablations, ++number);
+  if (view.ablations) out += ablation_section(*view.ablations, view.sizes, ++number);
   if (view.findings) out += findings_section(*view.findings, ++number);
   if (!analyze) out += predictions_section(view, ++number);
   out += reproduce_section(view, ++number);

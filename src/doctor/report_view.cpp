@@ -291,9 +291,25 @@ ReportView build_report_view(const nlohmann::ordered_json& doc) {
   view.measured_speedups = measured_speedups_of(view.runs);
   view.predicted_speedups = predicted_speedups_of(doc, view.runs);
   // compare.json has neither key; an empty list in doctor.json still gets its section and says so.
+  for (const Json& z : array_of(doc, "size_speedups")) {
+    view.sizes.push_back({.name = text_of(z, "name"),
+                          .devices = number_of(z, "devices"),
+                          .error = text_of(z, "error"),
+                          .one_device_wall_seconds = number_of(z, "one_device_wall_seconds"),
+                          .wall_seconds = number_of(z, "wall_seconds"),
+                          .speedup = number_of(z, "speedup"),
+                          .baseline_speedup = number_of(z, "baseline_speedup"),
+                          .samples_per_second = number_of(z, "samples_per_second")});
+  }
   if (doc.contains("ablations")) {
     view.ablations.emplace();
-    for (const Json& a : array_of(doc, "ablations")) view.ablations->push_back(ablation_of(a));
+    for (const Json& a : array_of(doc, "ablations")) {
+      // A size shown as N devices against one is not shown again as a change of wall time.
+      const std::string name = text_of(a, "name");
+      if (std::none_of(view.sizes.begin(), view.sizes.end(), [&](const SizeSpeedupRow& z) { return z.name == name; })) {
+        view.ablations->push_back(ablation_of(a));
+      }
+    }
   }
   if (doc.contains("findings")) {
     view.findings.emplace();

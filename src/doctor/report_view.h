@@ -67,6 +67,18 @@ struct AblationRow {
   double baseline_band = 0;  // the baseline's own ±, relative: the band around zero
 };
 
+// A size the seed's author tried, as N devices against one (doctor.json "size_speedups").
+struct SizeSpeedupRow {
+  std::string name;
+  double devices = 0;
+  std::string error;  // non-empty: no numbers
+  double one_device_wall_seconds = 0;
+  double wall_seconds = 0;
+  double speedup = 0;
+  double baseline_speedup = 0;
+  double samples_per_second = 0;
+};
+
 struct FindingView {
   std::string title;
   double cost_seconds = 0;
@@ -115,8 +127,9 @@ struct ReportView {
   std::vector<ReportRun> runs;
   ReportPoints measured_speedups;                     // (devices, speedup) of the runs, by devices
   std::vector<SpeedupCurve> predicted_speedups;       // in the order the predictions name them
-  std::optional<std::vector<AblationRow>> ablations;  // absent in compare.json
-  std::optional<std::vector<FindingView>> findings;   // absent in compare.json
+  std::optional<std::vector<AblationRow>> ablations;  // absent in compare.json; sizes apart
+  std::vector<SizeSpeedupRow> sizes;
+  std::optional<std::vector<FindingView>> findings;  // absent in compare.json
   std::vector<ModelValue> model;
   std::vector<PredictionView> predictions;
   std::vector<std::string> commands;

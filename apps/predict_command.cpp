@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ddpscope/error.h"
+#include "doctor/busy_machine.h"
 #include "doctor/interconnect.h"
 #include "doctor/prediction_band.h"
 #include "doctor/scaling_model.h"
@@ -47,6 +48,7 @@ struct Forecast {
   std::vector<SweepPoint> batches, widths;  // with more than one device
   std::vector<DevicesRow> devices_list;
   std::optional<PredictionBand> band;  // none when doctor.json has no measured prediction rows
+  double busy_share = 0;               // of the cores, the most other processes took during a doctor's run
 };
 
 // A model fitted without a multi-device run has no price for communication: it predicts one
@@ -234,6 +236,9 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   f.prediction = predict(model, f.config);
   if (const std::vector<MeasuredPoint> measured = measured_points(doctor); !measured.empty()) {
     f.band = prediction_band(measured, f.config);
+    // Runs on a busy machine priced the work too dear, by up to the share the others took.
+    f.busy_share = busiest_share_of_cores(doctor);
+    f.band->relative += f.busy_share;
   }
   if (f.config.devices > 1) {
     f.batches = batch_sweep(model, f.config, f.config.devices);
@@ -302,6 +307,12 @@ void print_text(const Forecast& f) {
         "e-fold from the nearest measured configuration ({:.2f} e-folds)\n",
         100 * f.band->fit_error, 100 * kBandFloor, 100 * kBandPerEFold, f.band->distance);
     for (const std::string& o : f.band->outside) fmt::print("Outside what the doctor measured: {}\n", o);
+    if (f.busy_share > 0) {
+      fmt::print(
+          "Other processes took up to {:.0f} % of the machine's cores during the doctor's runs: the band "
+          "widens by as much\n",
+          100 * f.busy_share);
+    }
   } else {
     fmt::print("Band: unknown ({} has no measured prediction rows to state the model's error)\n", f.from);
   }
@@ -388,6 +399,7 @@ void print_json(const Forecast& f) {
     j["band"] = {{"relative", f.band->relative},
                  {"fit_error", f.band->fit_error},
                  {"distance_efolds", f.band->distance},
+                 {"busy_share_of_cores", f.busy_share},
                  {"outside", f.band->outside}};
   } else {
     j["band"] = nullptr;

@@ -10,6 +10,7 @@
 #include "base/stop_signal.h"
 #include "ddpscope/error.h"
 #include "doctor/ablation.h"
+#include "doctor/busy_machine.h"
 #include "doctor/child_process.h"
 #include "doctor/doctor_result.h"
 #include "doctor/findings.h"
@@ -268,6 +269,9 @@ DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
   if (const int signal = StopSignals::pending()) {
     result.notes.push_back(fmt::format("Stopped by {}: the runs after it were not started; what is here is what ran.",
                                        signal_name(signal)));
+  }
+  for (const RunRecord& r : result.runs) {
+    if (const std::optional<std::string> note = busy_note(r)) result.notes.push_back(*note);
   }
   result.size_speedups = size_speedups(result.ablations, result.runs);
   const WorkloadConfig workload = workload_for(request.config, request.devices.back());

@@ -1,5 +1,6 @@
 #include "train/gather_stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -105,6 +106,36 @@ void gather_sched_stats(Communicator& comm, const std::optional<SchedSnapshot>& 
       return;
     }
     stats.sched_per_rank.push_back(*d);
+  }
+}
+
+void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>& start, RunSummary& stats) {
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  std::array<double, 3> wire{kNone, kNone, 0};  // host busy core-seconds, own CPU seconds, cores
+  if (start) {
+    if (const std::optional<HostLoadSnapshot> end = take_host_load_snapshot()) {
+      wire = {end->busy_core_seconds - start->busy_core_seconds, end->process_cpu_seconds - start->process_cpu_seconds,
+              static_cast<double>(end->cores)};
+    }
+  }
+  const std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(comm, std::as_bytes(std::span(wire)));
+  stats.host_load.clear();
+  if (parts.empty()) return;
+  for (std::size_t r = 0; r < parts.size(); ++r) {
+    DDP_CHECK_EQ(parts[r].size(), sizeof(wire));
+    std::memcpy(wire.data(), parts[r].data(), sizeof(wire));
+    if (std::isnan(wire[0]) || r >= stats.hosts.size()) {
+      stats.host_load.clear();  // a host without its busy time would understate what others took
+      return;
+    }
+    const std::string& host = stats.hosts[r];
+    auto it =
+        std::find_if(stats.host_load.begin(), stats.host_load.end(), [&](const HostLoad& h) { return h.host == host; });
+    if (it == stats.host_load.end()) it = stats.host_load.insert(it, HostLoad{host, 0, 0, 0});
+    // The ranks of one host read its counters moments apart: the largest reading covers them all.
+    it->busy_core_seconds = std::max(it->busy_core_seconds, wire[0]);
+    it->ranks_cpu_seconds += wire[1];
+    it->cores = static_cast<int>(wire[2]);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 #include "ddpscope/communicator.h"
 #include "dist/grad_reducer.h"
+#include "observe/host_load.h"
 #include "observe/phase_clock.h"
 #include "observe/sched_stats.h"
 
@@ -25,6 +26,10 @@ std::vector<PhaseCalls> gather_run_stats(Communicator& comm, const PhaseClock& c
 // fills sched_per_rank (start to now) and cores_per_rank at rank zero. sched_per_rank stays
 // empty when any rank has no snapshot (its /proc was unreadable); other ranks' lists stay empty.
 void gather_sched_stats(Communicator& comm, const std::optional<SchedSnapshot>& start, RunSummary& stats);
+// Collective, at the end of training: every rank's CPU time and its host's busy core time since
+// `start` into stats.host_load at rank zero, per host (stats.hosts, filled by gather_run_stats,
+// names them). Stays empty when any rank has no snapshot (its /proc/stat was unreadable).
+void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>& start, RunSummary& stats);
 // Collective: every rank's thread census (observe/thread_census.h) into stats.threads_per_rank
 // at rank zero, which writes summary.json.
 void gather_thread_census(Communicator& comm, const ThreadCensus& mine, RunSummary& stats);

@@ -255,6 +255,11 @@ Config RunSummary::typed_config() const {
   return config;
 }
 
+bool operator==(const HostLoad& a, const HostLoad& b) {
+  return a.host == b.host && a.cores == b.cores && a.busy_core_seconds == b.busy_core_seconds &&
+         a.ranks_cpu_seconds == b.ranks_cpu_seconds;
+}
+
 bool operator==(const RunSummary& a, const RunSummary& b) {
   const auto same_list = [](const std::vector<AllreduceStats>& x, const std::vector<AllreduceStats>& y) {
     return std::equal(x.begin(), x.end(), y.begin(), y.end(), same_allreduce);
@@ -272,8 +277,9 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
          same_list(a.allreduce_per_rank, b.allreduce_per_rank) &&
          std::equal(a.sched_per_rank.begin(), a.sched_per_rank.end(), b.sched_per_rank.begin(), b.sched_per_rank.end(),
                     same_sched) &&
-         a.cores_per_rank == b.cores_per_rank && a.threads_per_rank == b.threads_per_rank &&
-         same_arrivals(a.arrivals, b.arrivals) && a.warnings == b.warnings && a.steady_epochs == b.steady_epochs;
+         a.cores_per_rank == b.cores_per_rank && a.host_load == b.host_load &&
+         a.threads_per_rank == b.threads_per_rank && same_arrivals(a.arrivals, b.arrivals) &&
+         a.warnings == b.warnings && a.steady_epochs == b.steady_epochs;
 }
 
 nlohmann::ordered_json to_json(const RunSummary& s) {
@@ -323,6 +329,16 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   j["sched_per_rank"] = nlohmann::ordered_json::array();
   for (const SchedDelta& d : s.sched_per_rank) j["sched_per_rank"].push_back(sched_json(d));
   j["cores_per_rank"] = s.cores_per_rank;
+  if (!s.host_load.empty()) {
+    j["host_load"] = nlohmann::ordered_json::array();
+    for (const HostLoad& h : s.host_load) {
+      j["host_load"].push_back({{"host", h.host},
+                                {"cores", h.cores},
+                                {"busy_core_seconds", h.busy_core_seconds},
+                                {"ranks_cpu_seconds", h.ranks_cpu_seconds},
+                                {"others_core_seconds", h.others_core_seconds()}});
+    }
+  }
   j["threads_per_rank"] = nlohmann::ordered_json::array();
   for (const ThreadCensus& t : s.threads_per_rank) {
     j["threads_per_rank"].push_back(
@@ -407,6 +423,15 @@ void from_json(const Json& j, RunSummary& s) {
   }
   if (j.contains("threads_per_rank")) {
     for (const auto& rank : read_array(j, "threads_per_rank", where)) s.threads_per_rank.push_back(read_census(rank));
+  }
+  if (j.contains("host_load")) {  // absent: some rank could not read /proc/stat, or from before it
+    for (const auto& host : read_array(j, "host_load", where)) {
+      const std::string in = where + " host_load";
+      s.host_load.push_back({.host = read<std::string>(host, "host", in),
+                             .cores = read<int>(host, "cores", in),
+                             .busy_core_seconds = read<double>(host, "busy_core_seconds", in),
+                             .ranks_cpu_seconds = read<double>(host, "ranks_cpu_seconds", in)});
+    }
   }
   s.arrivals = read_arrivals(member(j, "arrivals", where), where + " arrivals");
   for (const auto& warning : read_array(j, "warnings", where)) {

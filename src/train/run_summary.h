@@ -40,6 +40,19 @@ struct ArrivalSummary {
 };
 inline constexpr std::size_t kArrivalChartPoints = 200;
 
+// One host's cores over a run (observe/host_load.h): what they did, what its ranks took, and so
+// what other processes took.
+struct HostLoad {
+  std::string host;
+  int cores = 0;
+  double busy_core_seconds = 0;  // every core's busy time from training's start to its end
+  double ranks_cpu_seconds = 0;  // the ranks' own processes on it, every thread
+  double others_core_seconds() const {
+    return busy_core_seconds > ranks_cpu_seconds ? busy_core_seconds - ranks_cpu_seconds : 0.0;
+  }
+};
+bool operator==(const HostLoad& a, const HostLoad& b);
+
 struct RunSummary {
   std::string version = DDPSCOPE_VERSION;
   // The resolved options, as hparams.yaml has them; summary.json's "config" writes numbers and
@@ -76,6 +89,9 @@ struct RunSummary {
   // when some rank could not read /proc (the run still succeeds).
   std::vector<SchedDelta> sched_per_rank;
   std::vector<std::vector<int>> cores_per_rank;  // the cores each rank may run on (sched_getaffinity)
+  // Per host, in the order of its first rank; empty when some rank could not read /proc/stat.
+  // Left out of summary.json while empty.
+  std::vector<HostLoad> host_load;
   // Filled by gather_arrivals (train/gather_arrivals.h); all zero and empty on one rank.
   ArrivalSummary arrivals;
   std::vector<std::string> warnings;  // what the run could not measure, in words

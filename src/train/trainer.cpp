@@ -171,6 +171,7 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
     return;
   }
   sched_start_ = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
+  host_load_start_ = take_host_load_snapshot();
   if (arrivals_) start_arrival_clock();
   try {
     for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++start_point_.epoch) {
@@ -412,6 +413,7 @@ void Trainer::Run::finish(LightningModule& module) {
       gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
   gather_thread_census(comm_, census, stats_);
   gather_sched_stats(comm_, sched_start_, stats_);
+  gather_host_load(comm_, host_load_start_, stats_);
   if (arrivals_) gather_arrivals(comm_, *arrivals_, arrivals_per_sync(), stats_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every

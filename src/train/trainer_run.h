@@ -14,6 +14,7 @@
 #include "dist/optimizer_shard.h"
 #include "gpu/gpu_training.h"
 #include "observe/device_step_phases.h"
+#include "observe/host_load.h"
 #include "observe/phase_clock.h"
 #include "observe/sched_stats.h"
 #include "train/epoch_plan.h"
@@ -110,8 +111,9 @@ class Trainer::Run {
   std::unique_ptr<UtilizationWatch> utilization_;
   std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
   int64_t clock_offset_ns_ = 0;
-  std::optional<SchedSnapshot> sched_start_;  // this thread's, as training starts
-  std::unique_ptr<ArrivalBuffer> arrivals_;   // with more than one rank
+  std::optional<SchedSnapshot> sched_start_;         // this thread's, as training starts
+  std::optional<HostLoadSnapshot> host_load_start_;  // the host's cores and this process, as training starts
+  std::unique_ptr<ArrivalBuffer> arrivals_;          // with more than one rank
   // On a GPU: the device's copy of the parameters and the optimizer's state (the host's are
   // brought up to date by copy_gpu_to_host); null on CPU.
   std::unique_ptr<GpuTraining> gpu_;

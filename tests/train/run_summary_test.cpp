@@ -61,6 +61,8 @@ RunSummary two_rank_summary() {
                        .involuntary_switches = 1021,
                        .steal_seconds = 0.25}};
   s.cores_per_rank = {{0}, {1, 3}};
+  s.host_load = {{.host = "node1", .cores = 4, .busy_core_seconds = 3.5, .ranks_cpu_seconds = 2.25},
+                 {.host = "node2", .cores = 4, .busy_core_seconds = 2.0, .ranks_cpu_seconds = 2.1}};
   s.arrivals.collectives = 12;
   s.arrivals.steps = 12;
   s.arrivals.dropped = 2;
@@ -94,6 +96,11 @@ TEST(RunSummary, ReadsBackEveryFieldItWrote) {
   no_proc.sched_per_rank.clear();
   EXPECT_TRUE(read_back(to_json(no_proc)) == no_proc);
   EXPECT_FALSE(read_back(to_json(no_proc)) == s);
+  RunSummary no_host_load = s;  // a rank could not read /proc/stat: left out of the file
+  no_host_load.host_load.clear();
+  EXPECT_FALSE(to_json(no_host_load).contains("host_load"));
+  EXPECT_TRUE(read_back(to_json(no_host_load)) == no_host_load);
+  EXPECT_FALSE(read_back(to_json(no_host_load)) == s);
   RunSummary no_straggler = s;
   no_straggler.arrivals.straggler.reset();
   EXPECT_TRUE(to_json(no_straggler)["arrivals"]["straggler"].is_null());
@@ -108,6 +115,9 @@ TEST(RunSummary, WritesEachRanksSchedStatsAndCores) {
   EXPECT_DOUBLE_EQ(j["sched_per_rank"][1]["wait_share"].get<double>(), 1.05 / 2.15);
   EXPECT_DOUBLE_EQ(j["sched_per_rank"][1]["steal_seconds"].get<double>(), 0.25);
   EXPECT_EQ(j["cores_per_rank"], nlohmann::ordered_json::parse("[[0], [1, 3]]"));
+  // What other processes took: the busy core time less the ranks' own, never below 0.
+  EXPECT_DOUBLE_EQ(j["host_load"][0]["others_core_seconds"].get<double>(), 1.25);
+  EXPECT_DOUBLE_EQ(j["host_load"][1]["others_core_seconds"].get<double>(), 0.0);
 }
 
 TEST(RunSummary, WritesTheSchemaAndTheRatesDerivedFromItsCounts) {

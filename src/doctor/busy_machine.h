@@ -1,0 +1,31 @@
+#pragma once
+// Whether other processes used the machine while a run trained (summary.json's host_load:
+// the host's busy core time less the ranks' own CPU time). A run on a busy machine is slower
+// than the same run on a quiet one, and a model fitted to it predicts worse (measured: 76 %
+// off with another process using one of two cores, against 9.3 % quiet), so the doctor says
+// it, and predict widens its band by the share of the cores the others took.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "doctor/run_record.h"
+
+namespace ddp {
+
+// Other processes' CPU time above this share of one core, on average over the run, is said.
+inline constexpr double kBusyMinCoreShare = 0.10;
+
+// The largest share of a host's cores that other processes took during the run (others'
+// core-seconds / (cores x wall)); nullopt when the run measured none (no host_load).
+std::optional<double> others_share_of_cores(const RunSummary& summary);
+
+// A note for a run whose host was busy beyond kBusyMinCoreShare; nullopt otherwise.
+std::optional<std::string> busy_note(const RunRecord& run);
+
+// The largest others_share_of_cores over doctor.json's runs (their embedded summaries); 0
+// when none measured it.
+double busiest_share_of_cores(const nlohmann::json& doctor);
+
+}  // namespace ddp

@@ -1,0 +1,71 @@
+// A run on a busy machine is said, and predict's band widens by what the others took.
+#include "doctor/busy_machine.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "doctor/scaling_model.h"
+#include "support/run_command.h"
+
+namespace ddp {
+namespace {
+
+RunRecord run_with_others(double others_core_seconds) {
+  RunRecord r;
+  r.label = "devices=2";
+  r.devices = 2;
+  r.ok = true;
+  r.summary.wall_seconds = 2.0;
+  r.summary.host_load = {
+      {.host = "node1", .cores = 2, .busy_core_seconds = 4.0 + others_core_seconds, .ranks_cpu_seconds = 4.0}};
+  return r;
+}
+
+TEST(BusyMachine, ARunWhoseHostOthersUsedIsSaidAQuietOneIsNot) {
+  EXPECT_FALSE(busy_note(run_with_others(0.1)).has_value());  // 5 % of one core
+  const std::optional<std::string> note = busy_note(run_with_others(1.0));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(*note,
+            "devices=2: other processes used 1.00 core-seconds on node1 while it trained, 50 % of one core on "
+            "average (25 % of its 2 cores): its times are slower than a quiet machine gives, and predictions "
+            "from them less sure (predict widens its band by that share)");
+  EXPECT_DOUBLE_EQ(*others_share_of_cores(run_with_others(1.0).summary), 0.25);
+}
+
+TEST(BusyMachine, PredictWidensItsBandByTheShareOthersTook) {
+  ModelParameters m;
+  m.flops_per_second = 1e10;
+  m.alpha_seconds = 1e-5;
+  m.beta_bytes_per_second = 1e9;
+  nlohmann::json doctor = {
+      {"config", {{"devices", 2}, {"batch_size", 256}, {"hidden_size", 256}, {"hidden_layers", 3}}},
+      {"runs",
+       {{{"label", "devices=2"},
+         {"devices", 2},
+         {"ok", true},
+         {"summary", {{"wall_seconds", 2.0}, {"host_load", {{{"cores", 2}, {"others_core_seconds", 1.0}}}}}}}}},
+      {"predictions",
+       {{{"label", "devices=2"},
+         {"devices", 2},
+         {"batch_size", 256},
+         {"hidden_size", 256},
+         {"hidden_layers", 3},
+         {"measured_wall_seconds", 2.0},
+         {"error", 0.0}}}},
+      {"model", to_json(m)}};
+  EXPECT_DOUBLE_EQ(busiest_share_of_cores(doctor), 0.25);
+  const auto dir = ddp::testing::fresh_dir("busy_predict");
+  std::ofstream(dir / "doctor.json") << doctor.dump();
+  const auto r =
+      ddp::testing::run_command(std::string(DDPSCOPE_BINARY) + " predict --from doctor.json --devices 2", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" ± 30 % (1 device:"), std::string::npos) << r.out;  // 5 % + 25 %
+  EXPECT_NE(r.out.find("Other processes took up to 25 % of the machine's cores during the doctor's runs: the band "
+                       "widens by as much\n"),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace ddp

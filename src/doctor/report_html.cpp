@@ -329,8 +329,12 @@ std::string utilization_chart(const ReportRun& run, const char* series_class, do
       if (k % stride == 0) pixels.emplace_back(x(d.points[k].first), y(std::clamp(d.points[k].second, 0.0, 100.0)));
     }
     const double mean = d.points.empty() ? kNaN : sum / static_cast<double>(d.points.size());
-    const std::string name = fmt::format("device {} (mean {})", d.device,
-                                         std::isfinite(mean) ? fmt::format("{:.0f} %", mean) : std::string("—"));
+    // Which cores the device is: a CPU rank's percent is of the cores it could run on.
+    const std::string cores =
+        d.cores.empty() ? std::string()
+                        : fmt::format(", core{} {}", d.cores.size() == 1 ? "" : "s", fmt::join(d.cores, ", "));
+    const std::string name = fmt::format("device {} (mean {}{})", d.device,
+                                         std::isfinite(mean) ? fmt::format("{:.0f} %", mean) : std::string("—"), cores);
     legend += legend_item(color, name, "thin");
     svg += fmt::format(
         "<polyline class=\"{}\" data-device=\"{}\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" "
@@ -376,8 +380,10 @@ std::string utilization_section(const std::vector<ReportRun>& runs, int number) 
     if (has_utilization(r) && (!main_run || r.devices > main_run->devices)) main_run = &r;
   std::string out = section_start(
       "utilization", number, "Device utilization over time",
-      "The chart the seed's author watched in W&amp;B, measured here by ddpscope's monitor. Steady lines mean the "
-      "devices are busy; saw-teeth mean they wait on each other, on data or on fixed per-step costs.");
+      "The chart the seed's author watched in W&amp;B, measured here by ddpscope's monitor: a GPU's utilization, or "
+      "on a CPU what the rank's own threads used of the cores it could run on (named beside each line), over windows "
+      "of 50 ms at least (the kernel counts CPU time in 10 ms ticks). Steady lines mean the devices are busy; "
+      "saw-teeth mean they wait on each other, on data or on fixed per-step costs.");
   if (!main_run) {
     return out + "<figure id=\"utilization-chart\"><p class=\"muted\">" + why_no_utilization(runs) +
            "</p></figure></section>";

@@ -58,8 +58,15 @@ std::vector<std::string> strings_in(const Json& list) {
 
 std::vector<DeviceUtilization> utilization_of(const Json& run) {
   std::vector<DeviceUtilization> out;
+  const Json& cores_per_rank = array_of(member(run, "summary"), "cores_per_rank");
   for (const Json& d : array_of(run, "utilization")) {
-    DeviceUtilization series{as_int(number_of(d, "device")), {}};
+    DeviceUtilization series{as_int(number_of(d, "device")), {}, {}};
+    const int device = series.device;
+    if (device >= 0 && static_cast<std::size_t>(device) < cores_per_rank.size()) {
+      for (const Json& core : cores_per_rank[static_cast<std::size_t>(device)]) {
+        if (core.is_number_integer()) series.cores.push_back(core.get<int>());
+      }
+    }
     for (const Json& p : array_of(d, "points")) {
       if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
         series.points.emplace_back(p[0].get<double>(), p[1].get<double>());

@@ -21,7 +21,8 @@ using ReportPoints = std::vector<std::pair<double, double>>;
 // One device's utilization samples, in the order recorded.
 struct DeviceUtilization {
   int device = 0;
-  ReportPoints points;  // (seconds since start, percent)
+  ReportPoints points;     // (seconds since start, percent)
+  std::vector<int> cores;  // the cores its rank could run on (summary.json cores_per_rank); empty where unknown
 };
 
 // One run of the study: a row of the runs table, a bar of the phase chart, a utilization chart.

@@ -3,6 +3,7 @@
 // process's own CPU time (/proc/self/stat, or the kernel's per-process clock). The parsers
 // are pure functions over the files' text so they can be tested on fixed snippets; the
 // readers reuse a caller's buffer, so a sampler that keeps one allocates nothing per read.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -11,6 +12,11 @@
 #include <vector>
 
 namespace ddp {
+
+// The shortest window a utilization is measured over: /proc's counters move in whole jiffies
+// (10 ms), so a share over one or two of them is 0 or 100 % whatever the truth; over 5 it is
+// within 20 %. Shorter windows are merged into the next (their sample repeats the last value).
+inline constexpr std::chrono::milliseconds kMinUtilizationWindow{50};
 
 // Jiffies (USER_HZ ticks, usually 10 ms) summed over some cores since boot.
 struct CoreJiffies {

@@ -108,31 +108,30 @@ void DeviceMonitor::run() {
   if (!base_jiffies) report_cpu_unavailable();
   double base_cpu = process_cpu_seconds();
   Clock::time_point base_time = Clock::now();
-  double core_busy = -1;
+  double core_busy = -1, process_cpu = -1;
 
-  // Measures the window since the previous sample and records it; returns its time.
-  auto take_sample = [&] {
+  // Measures the window since the previous sample and records it; returns its time. The last
+  // sample measures whatever window is left: there is nothing after it to merge with.
+  auto take_sample = [&](bool last) {
     const Clock::time_point now = Clock::now();
     DeviceSample sample;
     sample.seconds = seconds_between(started_, now);
 
-    // A window in which no jiffy elapsed says nothing: keep the last value and let the
-    // window grow until one does.
+    // A window shorter than kMinUtilizationWindow says little (the counters move in jiffies):
+    // keep the last values and let the window grow until it is long enough.
     const std::optional<CoreJiffies> jiffies = read_core_jiffies(cores, buffer);
-    if (jiffies && base_jiffies) {
-      if (const std::optional<double> busy = busy_percent(*base_jiffies, *jiffies)) {
-        core_busy = *busy;
-        base_jiffies = jiffies;
+    if (last || now - base_time >= kMinUtilizationWindow) {
+      if (jiffies && base_jiffies) {
+        if (const std::optional<double> busy = busy_percent(*base_jiffies, *jiffies)) core_busy = *busy;
       }
-    } else {
       base_jiffies = jiffies;
+      const double cpu = process_cpu_seconds();
+      process_cpu = process_percent(cpu - base_cpu, seconds_between(base_time, now), cores.size());
+      base_cpu = cpu;
+      base_time = now;
     }
     sample.core_busy_percent = core_busy;
-
-    const double cpu = process_cpu_seconds();
-    sample.process_cpu_percent = process_percent(cpu - base_cpu, seconds_between(base_time, now), cores.size());
-    base_cpu = cpu;
-    base_time = now;
+    sample.process_cpu_percent = process_cpu;
 
     if (nvml.is_open()) {
       if (const std::optional<GpuReading> gpu = nvml.read(static_cast<unsigned int>(options_.device_index))) {
@@ -152,14 +151,14 @@ void DeviceMonitor::run() {
   std::unique_lock lock(stop_mutex_);
   while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
     lock.unlock();
-    const Clock::time_point now = take_sample();
+    const Clock::time_point now = take_sample(false);
     // Ticks stay on the grid started_ + k * interval; after a stall (a busy machine) skip
     // the missed ones instead of sampling in a burst.
     next = started_ + interval * ((now - started_) / interval + 1);
     lock.lock();
   }
   lock.unlock();
-  take_sample();  // the end of the recording, however short it was
+  take_sample(true);  // the end of the recording, however short it was
 }
 
 PerStepProbe::PerStepProbe(MonitorOptions options)
@@ -180,15 +179,14 @@ DeviceSample PerStepProbe::probe_once() {
 
   const std::optional<CoreJiffies> jiffies = read_core_jiffies(cores_, buffer_);
   const std::optional<double> process_seconds = read_process_cpu_seconds_proc(buffer_);
-  // Both counters move in jiffies: measure over the window since they last moved.
+  // Both counters move in jiffies: measure over a window of kMinUtilizationWindow at least
+  // (a step of 1-2 ms would read 0 or 100 %); a shorter one repeats the last values.
   bool moved = false;
-  if (jiffies && base_jiffies_) {
-    if (const std::optional<double> busy = busy_percent(*base_jiffies_, *jiffies)) {
-      sample.core_busy_percent = *busy;
-      moved = true;
+  if (now - base_time_ >= kMinUtilizationWindow) {
+    moved = true;
+    if (jiffies && base_jiffies_) {
+      if (const std::optional<double> busy = busy_percent(*base_jiffies_, *jiffies)) sample.core_busy_percent = *busy;
     }
-  } else {
-    moved = now - base_time_ >= std::chrono::milliseconds(10);
   }
   if (moved) {
     if (process_seconds && base_process_seconds_) {

@@ -14,8 +14,13 @@ struct DeviceSample {
   double gpu_percent = -1;
   double gpu_memory_mb = -1;  // MiB used on the GPU, all processes
 
-  // The seed's device_<i>_utilization: the GPU's when it was read, else the cores' busy share.
-  double utilization() const { return gpu_percent >= 0 ? gpu_percent : core_busy_percent; }
+  // The seed's device_<i>_utilization: the GPU's when it was read; on a CPU rank what its own
+  // threads used of its cores (the cores' busy share counts every process, and a rank's cores
+  // need not be its alone), else the cores' busy share where the process's time is unknown.
+  double utilization() const {
+    if (gpu_percent >= 0) return gpu_percent;
+    return process_cpu_percent >= 0 ? process_cpu_percent : core_busy_percent;
+  }
 };
 
 // The latest `capacity` samples, in storage reserved by reset(): push() never allocates,

@@ -197,7 +197,7 @@ TEST(GpuUnavailableTest, MonitorAndProbeSayItOnceAndGoOn) {
   for (const DeviceSample& sample : samples) {
     EXPECT_EQ(sample.gpu_percent, -1);
     EXPECT_EQ(sample.gpu_memory_mb, -1);
-    EXPECT_EQ(sample.utilization(), sample.core_busy_percent);  // a CPU rank's utilization
+    EXPECT_EQ(sample.utilization(), sample.process_cpu_percent);  // a CPU rank's: its own threads'
   }
 }
 

@@ -10,6 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev rapidjson-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin iproute2
+  slurmd slurmctld slurm-client munge
   protobuf-compiler
   python3-numpy python3-torch
   chromium fonts-liberation

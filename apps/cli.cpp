@@ -8,11 +8,11 @@
 #include <map>
 #include <optional>
 
+#include "analyze_command.h"
 #include "base/stop_signal.h"
 #include "ddpscope/error.h"
 #include "ddpscope/trainer.h"
 #include "ddpscope/world_join.h"
-#include "analyze_command.h"
 #include "devices_command.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"

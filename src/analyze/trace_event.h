@@ -45,7 +45,7 @@ class NameTable {
  private:
   // Looked up by string_view, without making a string.
   struct Hash {
-    using is_transparent = void;
+    using is_transparent = void;  // NOLINT(readability-identifier-naming): the standard's name
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::vector<std::string> texts_;

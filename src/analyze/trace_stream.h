@@ -21,7 +21,8 @@ class TraceStream {
   TraceStream(const TraceStream&) = delete;
   TraceStream& operator=(const TraceStream&) = delete;
 
-  // RapidJSON's stream concept (reading only).
+  // RapidJSON's stream concept (reading only): its names, not ours.
+  // NOLINTBEGIN(readability-identifier-naming)
   char Peek() { return next_ < end_ || refill() ? *next_ : '\0'; }
   char Take() { return next_ < end_ || refill() ? *next_++ : '\0'; }
   std::size_t Tell() const { return consumed_ + static_cast<std::size_t>(next_ - buffer_.data()); }
@@ -29,6 +30,7 @@ class TraceStream {
   void Put(char) {}
   void Flush() {}
   std::size_t PutEnd(char*) { return 0; }
+  // NOLINTEND(readability-identifier-naming)
 
  private:
   bool refill();  // false at the end; throws DataError on a damaged or truncated file

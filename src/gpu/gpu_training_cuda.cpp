@@ -1,5 +1,5 @@
-#include <exception>
 #include <algorithm>
+#include <exception>
 
 #include "base/check.h"
 #include "ddpscope/error.h"

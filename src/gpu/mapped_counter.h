@@ -15,8 +15,7 @@ namespace ddp {
 class MappedCounter {
  public:
   MappedCounter() : device_count_(1) {
-    check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&host_), sizeof(int64_t), cudaHostAllocMapped),
-               "cudaHostAlloc");
+    check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&host_), sizeof(int64_t), cudaHostAllocMapped), "cudaHostAlloc");
     *host_ = 0;
     check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&host_on_device_), host_, 0),
                "cudaHostGetDevicePointer");

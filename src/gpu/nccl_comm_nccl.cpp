@@ -9,8 +9,8 @@
 #include "ddpscope/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/nccl_comm.h"
-#include "gpu/progress_watch.h"
 #include "gpu/nccl_library.h"
+#include "gpu/progress_watch.h"
 
 namespace ddp {
 namespace {

@@ -77,11 +77,11 @@ TEST(Utilization, AShortRunHasItsStartAndEndSamplesInTraceSummaryAndMetrics) {
 // The seed preset's doctor baselines probe in every step: those readings are what its report plots.
 TEST(Utilization, ThePerStepProbesReadingsReachTheSummaryThinned) {
   const auto dir = fresh_dir("utilization_per_step");
-  // 1250 probes, more than the summary's 300 points per rank, over more than a few windows of
+  // 12500 probes (about 0.4 s), more than the summary's 300 points per rank, over several windows of
   // kMinUtilizationWindow (a probe repeats its last reading until 50 ms have passed).
   const auto r = run_command(kBinary +
                                  " train --monitor-mode per-step --dataset-size 5000 --batch-size 8"
-                                 " --hidden-size 8 --max-epochs 2 --progress-bar off",
+                                 " --hidden-size 8 --max-epochs 20 --progress-bar off",
                              dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto run = dir / "ddpscope_logs/version_0";

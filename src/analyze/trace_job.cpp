@@ -121,7 +121,9 @@ TraceJob read_job(const std::vector<std::string>& files, const std::map<std::str
       backend_from = {trace.distributed.backend, path};
     }
     if (trace.dialect == TraceFile::Dialect::kDdpscope) {
-      for (auto& [rank, part] : split_by_process(std::move(trace))) add(rank, path, part);
+      std::vector<std::pair<int, TraceFile>> parts = split_by_process(std::move(trace));
+      if (parts.empty()) throw DataError(fmt::format("{}: ddpscope's trace with no rank's events in it", path));
+      for (auto& [rank, part] : parts) add(rank, path, part);
       continue;
     }
     std::optional<int> rank = trace.distributed.rank;

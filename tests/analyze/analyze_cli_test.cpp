@@ -99,6 +99,11 @@ TEST(AnalyzeCli, RefusesWhatIsNotOneJobsTraces) {
             "ddpscope: error: --rank-map legacy.json: expected FILE=RANK, a trace's path and its rank (0 or "
             "more)\n");
 
+  write(dir / "own.json", R"({"otherData": {"producer": "ddpscope 0.1.0"}, "traceEvents": []})");
+  r = analyze("own.json", dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "ddpscope: error: own.json: ddpscope's trace with no rank's events in it\n");
+
   write(dir / "nostep.json",
         R"({"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 0, "dur": 1, "pid": 1, "tid": 1}]})");
   r = analyze("nostep.json", dir);
@@ -118,6 +123,22 @@ TEST(AnalyzeCli, WritesTheReportAndOneTraceOfAllRanksAlignedByTheirCollectives) 
 
   const nlohmann::json merged = nlohmann::json::parse(ddp::testing::read_text(dir / "merged.json"));
   EXPECT_EQ(merged["traceEvents"].size(), 19u);  // 2 x (3 names, 3 steps, 3 collectives), 1 finding
+}
+
+// ddpscope's own trace.json (every rank in one file) reads like a user's.
+TEST(AnalyzeCli, ReadsDdpscopesOwnTraceOfEveryRank) {
+  const auto dir = fresh_dir("analyze_cli_own");
+  const CommandResult trained = run_command(
+      std::string(DDPSCOPE_BINARY) + " train --devices 2 --max-epochs 3 --profiler trace --progress-bar off", dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const CommandResult r = analyze("--json ddpscope_logs/version_0/trace.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json a = nlohmann::json::parse(r.out);
+  ASSERT_EQ(a["ranks"].size(), 2u);
+  EXPECT_EQ(a["ranks"][1]["rank"], 1);
+  EXPECT_EQ(a["ranks"][0]["step_source"], "optimizer steps");
+  EXPECT_GT(a["ranks"][0]["steps"].get<int>(), 10);
+  EXPECT_EQ(a["collectives"]["matched"], a["collectives"]["steps"]);  // one gradient allreduce per step
 }
 
 // Two ranks whose clocks differ by 5 s (as the legacy format's per-process time zero can): the

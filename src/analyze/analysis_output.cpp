@@ -24,7 +24,7 @@ nlohmann::ordered_json parts_json(const std::array<double, kStepPartCount>& ms) 
 std::string analysis_text(const TraceAnalysis& a) {
   fmt::memory_buffer out;
   auto to = std::back_inserter(out);
-  const RankTrace& first = a.job.ranks.front();
+  const TracedRank& first = a.job.ranks.front();
   fmt::format_to(to, "{} rank{} of a job of {}{}{}, {} step{} each ({}).\n\n", a.ranks.size(),
                  a.ranks.size() == 1 ? "" : "s", a.job.world_size, first.steps.on_gpu ? " on GPUs" : " on CPUs",
                  a.job.backend.empty() ? "" : fmt::format(" over {}", a.job.backend), a.ranks.front().steps,

@@ -61,7 +61,7 @@ std::string merged_chrome_trace(const TraceAnalysis& a) {
                  "\"traceEvents\":[\n",
                  DDPSCOPE_VERSION);
   for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-    const RankTrace& rank = a.job.ranks[r];
+    const TracedRank& rank = a.job.ranks[r];
     const auto micros = [&](int64_t ns) { return static_cast<double>(ns + offsets[r] - origin) / 1e3; };
     fmt::format_to(next(), "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":{}}}}}", rank.rank,
                    quoted(fmt::format("rank {} ({})", rank.rank, rank.path)));

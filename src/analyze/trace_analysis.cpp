@@ -13,7 +13,7 @@ namespace {
 
 std::size_t index(StepPart part) { return static_cast<std::size_t>(part); }
 
-RankBreakdown breakdown(const RankTrace& r) {
+RankBreakdown breakdown(const TracedRank& r) {
   RankBreakdown b;
   b.rank = r.rank;
   b.path = r.path;
@@ -166,7 +166,7 @@ TraceAnalysis analyze_job(TraceJob job) {
   TraceAnalysis a;
   a.job = std::move(job);
   a.notes = a.job.notes;
-  for (const RankTrace& r : a.job.ranks) {
+  for (const TracedRank& r : a.job.ranks) {
     a.ranks.push_back(breakdown(r));
     const RankSteps& s = r.steps;
     if (s.dropped_warmup + s.dropped_partial > 0) {
@@ -178,7 +178,7 @@ TraceAnalysis analyze_job(TraceJob job) {
   }
   if (a.job.ranks.size() >= 2) {
     std::vector<const RankSteps*> steps;
-    for (const RankTrace& r : a.job.ranks) steps.push_back(&r.steps);
+    for (const TracedRank& r : a.job.ranks) steps.push_back(&r.steps);
     a.collectives = match_collectives(steps);
     a.notes.insert(a.notes.end(), a.collectives->notes.begin(), a.collectives->notes.end());
     if (a.collectives->matched == 0)

@@ -141,7 +141,7 @@ TraceJob read_job(const std::vector<std::string>& files, const std::map<std::str
     }
     add(*rank, path, trace);
   }
-  std::sort(job.ranks.begin(), job.ranks.end(), [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
+  std::sort(job.ranks.begin(), job.ranks.end(), [](const TracedRank& a, const TracedRank& b) { return a.rank < b.rank; });
   const int highest = job.ranks.back().rank;
   job.world_size = world_from ? world_from->first : highest + 1;
   if (backend_from) job.backend = backend_from->first;
@@ -150,7 +150,7 @@ TraceJob read_job(const std::vector<std::string>& files, const std::map<std::str
   }
   if (static_cast<int>(job.ranks.size()) < job.world_size) {
     std::vector<int> present;
-    for (const RankTrace& r : job.ranks) present.push_back(r.rank);
+    for (const TracedRank& r : job.ranks) present.push_back(r.rank);
     job.notes.push_back(
         fmt::format("{} of the job's {} ranks have traces here (rank{} {}): the others are not "
                     "analysed",

@@ -16,14 +16,14 @@
 
 namespace ddp {
 
-struct RankTrace {
+struct TracedRank {
   int rank = 0;
   std::string path;
   RankSteps steps;
 };
 
 struct TraceJob {
-  std::vector<RankTrace> ranks;  // by increasing rank
+  std::vector<TracedRank> ranks;  // by increasing rank
   int world_size = 1;            // the traces' world, or the ranks read
   std::string backend;           // "nccl", "gloo" or empty where no trace says
   std::vector<std::string> notes;

@@ -50,7 +50,7 @@ std::optional<TraceLink> measured_link(const TraceAnalysis& a) {
 
 std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::string& why) {
   TracePrediction p;
-  const RankTrace& first = a.job.ranks.front();
+  const TracedRank& first = a.job.ranks.front();
   const bool sized = std::all_of(first.steps.collectives.begin(), first.steps.collectives.end(),
                                  [](const CollectiveCall& c) { return c.bytes > 0; });
   const bool matched = a.collectives && a.collectives->matched > 0;

@@ -16,7 +16,7 @@ std::string fixture(const std::string& name) {
 TraceAnalysis analyze(const std::string& name) { return analyze_job(read_job(trace_files({fixture(name)}), {})); }
 
 void expect_parts_add_up(const TraceJob& job) {
-  for (const RankTrace& r : job.ranks) {
+  for (const TracedRank& r : job.ranks) {
     for (const TraceStep& s : r.steps.steps) {
       EXPECT_EQ(std::accumulate(s.part_ns.begin(), s.part_ns.end(), int64_t{0}), s.duration_ns);
     }

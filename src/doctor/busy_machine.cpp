@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "ddpscope/error.h"
+
 namespace ddp {
 
 std::optional<double> others_share_of_cores(const RunSummary& s) {
@@ -36,14 +38,11 @@ double busiest_share_of_cores(const nlohmann::json& doctor) {
   if (runs == doctor.end() || !runs->is_array()) return busiest;
   for (const nlohmann::json& run : *runs) {
     if (!run.is_object() || !run.contains("summary")) continue;
-    const nlohmann::json& summary = run["summary"];
-    const auto wall = summary.find("wall_seconds");
-    const auto hosts = summary.find("host_load");
-    if (wall == summary.end() || !wall->is_number() || hosts == summary.end() || !hosts->is_array()) continue;
-    for (const nlohmann::json& h : *hosts) {
-      if (!h.is_object()) continue;
-      const double others = h.value("others_core_seconds", 0.0), cores = h.value("cores", 0.0);
-      if (cores > 0 && wall->get<double>() > 0) busiest = std::max(busiest, others / (cores * wall->get<double>()));
+    try {
+      const RunSummary summary = nlohmann::ordered_json(run["summary"]).get<RunSummary>();
+      busiest = std::max(busiest, others_share_of_cores(summary).value_or(0.0));
+    } catch (const Error&) {
+      // A summary this version cannot read measured nothing it can use.
     }
   }
   return busiest;

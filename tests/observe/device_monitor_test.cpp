@@ -283,8 +283,10 @@ TEST(PerStepProbeTest, StepsShorterThanTheClockResolvesAreMergedNotPlottedAsASaw
   int changes = 0;
   for (std::size_t i = 1; i < samples.size(); ++i) {
     if (samples[i].utilization() != samples[i - 1].utilization()) ++changes;
+    // Never the sawtooth's 0 while spinning; how much of the core the process gets depends on
+    // what else runs on it (under ctest -j2 in CI's root: 38 %).
     if (samples[i].utilization() >= 0) {
-      EXPECT_GT(samples[i].utilization(), 50.0) << "a busy core read as idle at step " << i;
+      EXPECT_GT(samples[i].utilization(), 0.0) << "a spinning process read as idle at step " << i;
     }
   }
   EXPECT_LE(changes, 200 / 50 + 2) << "a new value at most once per 50 ms window";

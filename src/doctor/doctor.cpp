@@ -15,6 +15,7 @@
 #include "doctor/doctor_result.h"
 #include "doctor/findings.h"
 #include "doctor/interconnect.h"
+#include "doctor/prediction_band.h"
 #include "doctor/report_html.h"
 #include "doctor/run_record.h"
 #include "doctor/scaling_model.h"
@@ -227,6 +228,23 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
   return rows;
 }
 
+// Each prediction of a configuration that did not run carries its band, as predict's does.
+void add_bands(DoctorResult& result) {
+  std::vector<MeasuredPoint> measured;
+  for (const PredictionRow& p : result.predictions) {
+    if (p.measured_wall_seconds) {
+      const WorkloadConfig& w = p.workload;
+      measured.push_back({w.devices, w.batch_size, w.hidden_size, w.hidden_layers, *p.error()});
+    }
+  }
+  if (measured.empty()) return;
+  double busy = 0;
+  for (const RunRecord& r : result.runs) busy = std::max(busy, others_share_of_cores(r.summary).value_or(0.0));
+  for (PredictionRow& p : result.predictions) {
+    if (!p.measured_wall_seconds) p.band = prediction_band(measured, p.workload).relative + busy;
+  }
+}
+
 // A doctor whose runs failed has measured less than it says: its files keep what ran, and it
 // exits non-zero naming the first failure.
 std::vector<const RunRecord*> all_runs(const DoctorResult& result) {
@@ -283,6 +301,7 @@ DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
           "are not measured), and it predicts no other device count; predict refuses to (exit 3).");
     }
     result.predictions = predictions_of(result, workload, request.devices);
+    add_bands(result);
     std::vector<const RunRecord*> device_runs;
     for (const RunRecord& r : result.runs) device_runs.push_back(&r);
     result.findings = find_problems({device_runs, result.ablations, *result.model, workload});

@@ -85,7 +85,8 @@ nlohmann::ordered_json prediction_json(const PredictionRow& p) {
           {"predicted_wall_seconds", p.predicted_wall_seconds},
           {"predicted_speedup", p.predicted_speedup},
           {"measured_wall_seconds", optional_json(p.measured_wall_seconds)},
-          {"error", optional_json(p.error())}};
+          {"error", optional_json(p.error())},
+          {"band", optional_json(p.band)}};
 }
 
 nlohmann::ordered_json ablation_json(const AblationResult& a) {

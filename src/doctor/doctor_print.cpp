@@ -85,11 +85,14 @@ void print_model(std::FILE* out, const ModelParameters& model, const std::vector
                  p.predicted_wall_seconds, *p.measured_wall_seconds, 100 * *p.error());
   }
   // Rows without a measurement: other device counts and links, and measured runs that failed.
-  std::fprintf(out, "Predicted for other device counts and links (speedup over 1 device):\n");
+  std::fprintf(out,
+               "Predicted for other device counts and links (speedup over 1 device; the band: the model's error "
+               "on these runs, at least 5 %%, plus 20 %% per e-fold from them and what other processes took):\n");
   for (const PredictionRow& p : predictions) {
     if (p.measured_wall_seconds) continue;
-    std::fprintf(out, "  %3d devices, %-10s %8.2f s  (%.2fx)\n", p.workload.devices, p.workload.interconnect.c_str(),
-                 p.predicted_wall_seconds, p.predicted_speedup);
+    const std::string band = p.band ? fmt::format(" ± {:.0f} %", 100 * *p.band) : std::string();
+    std::fprintf(out, "  %3d devices, %-10s %8.2f s%s  (%.2fx)\n", p.workload.devices, p.workload.interconnect.c_str(),
+                 p.predicted_wall_seconds, band.c_str(), p.predicted_speedup);
   }
 }
 

@@ -27,7 +27,10 @@ struct PredictionRow {
   double predicted_wall_seconds = 0;
   double predicted_speedup = 0;
   std::optional<double> measured_wall_seconds;  // the run's, when it ran and succeeded
-  std::optional<double> error() const;          // (predicted - measured) / measured
+  // Not measured: the half-width of its band, relative (doctor/prediction_band.h, plus the
+  // share of the cores other processes took during the runs, doctor/busy_machine.h).
+  std::optional<double> band;
+  std::optional<double> error() const;  // (predicted - measured) / measured
 };
 
 struct DoctorResult {

@@ -612,8 +612,10 @@ std::string predictions_section(const ReportView& view, int number) {
         format_count(p.hidden_size));
     if (with_layers) out += fmt::format("<td class=\"num\">{}</td>", format_count(p.hidden_layers));
     out += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td></tr>",
-                       seconds_text(p.predicted_wall_seconds), seconds_text(p.measured_wall_seconds),
-                       std::abs(p.error) > kPredictionTolerance ? " off" : "", percent_text(p.error, true));
+                       seconds_text(p.predicted_wall_seconds) +
+                           (std::isfinite(p.band) ? fmt::format(" ± {:.0f} %", 100 * p.band) : std::string()),
+                       seconds_text(p.measured_wall_seconds), std::abs(p.error) > kPredictionTolerance ? " off" : "",
+                       percent_text(p.error, true));
   }
   if (predictions.empty()) out += "<tr><td colspan=\"8\" class=\"muted\">No predictions.</td></tr>";
   return out + "</tbody></table></section>";

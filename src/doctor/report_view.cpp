@@ -277,6 +277,7 @@ PredictionView prediction_of(const Json& p) {
           .hidden_size = number_of(p, "hidden_size"),
           .hidden_layers = number_of(p, "hidden_layers"),
           .predicted_wall_seconds = number_of(p, "predicted_wall_seconds"),
+          .band = number_of(p, "band"),
           .measured_wall_seconds = number_of(p, "measured_wall_seconds"),
           .error = number_of(p, "error")};
 }

@@ -104,6 +104,7 @@ struct PredictionView {
   double hidden_size = 0;
   double hidden_layers = 0;  // NaN unless the doctor varied depth
   double predicted_wall_seconds = 0;
+  double band = 0;  // relative half-width; NaN where the row has none (measured rows, older files)
   double measured_wall_seconds = 0;
   double error = 0;
 };

@@ -185,6 +185,24 @@ TEST(Doctor, AFailedRunIsReportedTheReportIsStillWrittenAndTheExitCodeSaysSo) {
   EXPECT_NE(predicted.err.find("(the doctor's failed: devices=2: "), std::string::npos) << predicted.err;
 }
 
+// Every prediction of a configuration that did not run carries its band, in the text and the file.
+TEST(Doctor, EveryPredictionOfAConfigurationNotRunCarriesItsBand) {
+  const auto dir = fresh_dir("doctor_bands");
+  const auto r = run_command(kBinary + " compare --devices 1,2" + kTiny, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto doc = read_json(dir / "ddpscope_logs/version_0/compare.json");
+  int unmeasured = 0;
+  for (const auto& row : doc["predictions"]) {
+    if (!row["measured_wall_seconds"].is_null()) continue;
+    ++unmeasured;
+    ASSERT_TRUE(row["band"].is_number()) << row.dump();
+    EXPECT_GE(row["band"].get<double>(), 0.05) << row.dump();
+  }
+  EXPECT_GT(unmeasured, 0);
+  EXPECT_NE(r.out.find("  3 devices, measured "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" s ± "), std::string::npos) << r.out;
+}
+
 TEST(Doctor, BadDeviceListsAndExistingFoldersAreRefused) {
   const auto dir = fresh_dir("doctor_bad");
   for (const char* list : {"''", "2,1", "1,1", "0,1", "1,x", "1,,2", "1,100000"}) {

@@ -141,6 +141,20 @@ TEST(FindingsRules, AHabitCostingLessThanItsThresholdIsNotFound) {
   EXPECT_TRUE(habit_findings_of(baseline, monitor_ablation(baseline, 0.85)).empty());
 }
 
+TEST(FindingsRules, AHabitWhoseCostIsInsideItsOwnBandIsNotFound) {
+  // Epochs that vary by 15 %: the band is 1.96 * 0.93 * sqrt(2) * 0.15 / sqrt(199) = 2.7 % of
+  // the 10 s run. The wall falls 7 % without the habit (measurable), but the phase measures
+  // 0.25 s of it, 2.5 %: inside its band, so no finding (on a clean seed run: 0.21 ± 0.25 ms).
+  RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}});
+  baseline.summary.steady_epochs.sd_seconds = 0.15 * baseline.summary.steady_epochs.mean_seconds;
+  AblationResult a = monitor_ablation(baseline, 0.75);
+  a.run.summary.steady_epochs.sd_seconds = 0.15 * a.run.summary.steady_epochs.mean_seconds;
+  EXPECT_TRUE(habit_findings_of(baseline, a).empty());
+  a = monitor_ablation(baseline, 0.2);  // 0.8 s: outside the band, found
+  a.run.summary.steady_epochs.sd_seconds = 0.15 * a.run.summary.steady_epochs.mean_seconds;
+  EXPECT_EQ(habit_findings_of(baseline, a).size(), 1u);
+}
+
 TEST(FindingsRules, AnAblationThatIsNoHabitGivesNoHabitFindingHoweverLargeItsEffect) {
   const RunRecord baseline = synthetic_run(1, 10.0, {{"monitor", 1.0}});
   AblationResult size_change = monitor_ablation(baseline, 0.0);

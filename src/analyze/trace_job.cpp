@@ -141,7 +141,8 @@ TraceJob read_job(const std::vector<std::string>& files, const std::map<std::str
     }
     add(*rank, path, trace);
   }
-  std::sort(job.ranks.begin(), job.ranks.end(), [](const TracedRank& a, const TracedRank& b) { return a.rank < b.rank; });
+  std::sort(job.ranks.begin(), job.ranks.end(),
+            [](const TracedRank& a, const TracedRank& b) { return a.rank < b.rank; });
   const int highest = job.ranks.back().rank;
   job.world_size = world_from ? world_from->first : highest + 1;
   if (backend_from) job.backend = backend_from->first;

@@ -24,8 +24,8 @@ struct TracedRank {
 
 struct TraceJob {
   std::vector<TracedRank> ranks;  // by increasing rank
-  int world_size = 1;            // the traces' world, or the ranks read
-  std::string backend;           // "nccl", "gloo" or empty where no trace says
+  int world_size = 1;             // the traces' world, or the ranks read
+  std::string backend;            // "nccl", "gloo" or empty where no trace says
   std::vector<std::string> notes;
 };
 

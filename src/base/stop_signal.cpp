@@ -90,7 +90,14 @@ void say(const char* text) { [[maybe_unused]] const ssize_t n = ::write(STDERR_F
 // Async-signal-safe: it also runs as the handler, in the few threads that have the signals
 // unblocked because they started before main (OpenBLAS starts its threads as it loads).
 void on_stop_signal(int signal) {
-  if (const int code = decided_exit_code.load(); code >= 0) _exit(code);
+  if (const int code = decided_exit_code.load(); code >= 0) {
+    // The stop's own signal, not received here before, is the copy every rank was sent, taken
+    // late: a rank busy in a collective can stop on the ranks' agreement before its watcher
+    // thread runs. Ending now would leave before the others and make mpirun kill rank zero
+    // before it says why the job stopped (seen in CI). Any other signal is the job ending.
+    if (signal != code - 128 || received_count.fetch_add(1) > 0) _exit(code);
+    return;
+  }
   if (armed.load() == 0) return act_as_before(signal);
   last_received = signal;
   int none = 0;

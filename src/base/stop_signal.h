@@ -44,6 +44,8 @@ class StopSignals {
   // The process has stopped on a signal and said so; only its exit is left. From now on a
   // signal ends it at once with exit_code and says nothing more: under mpirun the first rank
   // to exit makes mpirun send SIGTERM to the others, which must not report a second signal.
+  // Only the stop's own signal (exit_code - 128), when it is the first this process receives,
+  // is its late copy and ends nothing.
   static void end_quietly_with(int exit_code);
   // The first signal received (SIGINT, SIGTERM or SIGHUP), or 0.
   static int pending();

@@ -84,7 +84,34 @@ TEST_F(StopSignalDeathTest, AfterTheStopIsSaidASignalEndsTheProcessWithItsCodeSi
       ::testing::ExitedWithCode(128 + SIGINT), SaysNothingOfItsOwn());
 }
 
+// A rank stopped on the ranks' agreement, its own copy of the signal not yet taken: mpirun's
+// SIGTERM (another signal) ends it at once.
 TEST_F(StopSignalDeathTest, AfterTheStopIsSaidEvenAFirstSignalEndsTheProcess) {
+  EXPECT_EXIT(
+      {
+        take_stop_signals();
+        StopSignals::hold_until_exit();
+        StopSignals::end_quietly_with(128 + SIGINT);
+        send(SIGTERM);
+        _exit(2);
+      },
+      ::testing::ExitedWithCode(128 + SIGINT), SaysNothingOfItsOwn());
+}
+
+// The same rank's own copy of the stop's signal, taken late, ends nothing: the rank leaves with
+// the others (else mpirun kills rank zero before it says why). A further one ends it.
+TEST_F(StopSignalDeathTest, AfterTheStopIsSaidTheStopsOwnSignalTakenLateIsOnlyItsCopy) {
+  EXPECT_EXIT(
+      {
+        take_stop_signals();
+        StopSignals::hold_until_exit();
+        StopSignals::end_quietly_with(128 + SIGTERM);
+        send(SIGTERM);
+        if (StopSignals::count() != 1) _exit(3);
+        send(SIGTERM);
+        _exit(2);
+      },
+      ::testing::ExitedWithCode(128 + SIGTERM), SaysNothingOfItsOwn());
   EXPECT_EXIT(
       {
         take_stop_signals();
@@ -93,7 +120,7 @@ TEST_F(StopSignalDeathTest, AfterTheStopIsSaidEvenAFirstSignalEndsTheProcess) {
         send(SIGTERM);
         _exit(2);
       },
-      ::testing::ExitedWithCode(128 + SIGTERM), SaysNothingOfItsOwn());
+      ::testing::ExitedWithCode(2), SaysNothingOfItsOwn());
 }
 
 // A second signal while a file is being written (a checkpoint of tens of MB): the half-written

@@ -34,7 +34,7 @@ void plan_strategy_ablation(const Config& config, int max_devices, std::vector<A
                    fmt::format("Use `--strategy ddp`: the whole optimizer state is {:.2f} MiB per rank, and "
                                "sharding it gives up overlapping communication with backward.",
                                state / kMiB),
-                   "comm_wait", true, [](Config& c) { c.trainer.strategy = Strategy::kDdp; }});
+                   Phase::kCommWait, true, [](Config& c) { c.trainer.strategy = Strategy::kDdp; }});
     return;
   }
   out.push_back({"strategy=ddp_zero1",
@@ -42,7 +42,7 @@ void plan_strategy_ablation(const Config& config, int max_devices, std::vector<A
                              "instead of {:.2f} MiB; a reduce-scatter and an all-gather per optimizer step in place "
                              "of the bucketed allreduce",
                              state / max_devices / kMiB, max_devices, state / kMiB),
-                 "", "", "", true, [](Config& c) { c.trainer.strategy = Strategy::kDdpZero1; }});
+                 "", "", std::nullopt, true, [](Config& c) { c.trainer.strategy = Strategy::kDdpZero1; }});
 }
 
 void plan_monitor_ablation(const TrainerOptions& t, std::vector<Ablation>& out) {
@@ -50,10 +50,10 @@ void plan_monitor_ablation(const TrainerOptions& t, std::vector<Ablation>& out) 
     out.push_back({"monitor-background", "utilization sampled by a background thread instead of a probe in every step",
                    "The utilization probe inside every training step",
                    "Sample utilization in the background (`--monitor-mode background`), never inside the step.",
-                   "monitor", false, [](Config& c) { c.trainer.monitor_mode = MonitorMode::kBackground; }});
+                   Phase::kMonitor, false, [](Config& c) { c.trainer.monitor_mode = MonitorMode::kBackground; }});
   } else if (t.monitor_interval_ms > 0) {
     out.push_back({"monitor-per-step",
-                   "the seed's habit: initialise the utilization probe, read, shut it down, in every step", "", "", "",
+                   "the seed's habit: initialise the utilization probe, read, shut it down, in every step", "", "", std::nullopt,
                    false, [](Config& c) { c.trainer.monitor_mode = MonitorMode::kPerStep; }});
   }
 }
@@ -62,16 +62,16 @@ void plan_monitor_ablation(const TrainerOptions& t, std::vector<Ablation>& out) 
 void plan_size_ablations(const Config& config, std::vector<Ablation>& out) {
   for (const int64_t batch : {16, 64, 1024}) {
     if (batch == config.data.batch_size) continue;
-    out.push_back({fmt::format("batch={}", batch), fmt::format("per-device batch size {}", batch), "", "", "", false,
+    out.push_back({fmt::format("batch={}", batch), fmt::format("per-device batch size {}", batch), "", "", std::nullopt, false,
                    [batch](Config& c) { c.data.batch_size = batch; }});
   }
   for (const int64_t width : {64, 1024}) {
     if (width == config.model.hidden_size) continue;
-    out.push_back({fmt::format("width={}", width), fmt::format("hidden layers {} wide", width), "", "", "", false,
+    out.push_back({fmt::format("width={}", width), fmt::format("hidden layers {} wide", width), "", "", std::nullopt, false,
                    [width](Config& c) { c.model.hidden_size = width; }});
   }
   for (const int64_t extra : {4, 8}) {
-    out.push_back({fmt::format("layers+{}", extra), fmt::format("{} extra hidden layers", extra), "", "", "", false,
+    out.push_back({fmt::format("layers+{}", extra), fmt::format("{} extra hidden layers", extra), "", "", std::nullopt, false,
                    [extra](Config& c) { c.model.hidden_layers += extra; }});
   }
 }
@@ -84,24 +84,24 @@ std::vector<Ablation> plan_gpu_ablations(const Config& config) {
   plan_monitor_ablation(t, out);
   if (t.no_cuda_graph) {
     out.push_back({"cuda-graph", "the whole optimizer step captured once as a CUDA graph and replayed",
-                   "Launching every kernel of the step from the host", kCudaGraphFix, "", false,
+                   "Launching every kernel of the step from the host", kCudaGraphFix, std::nullopt, false,
                    [](Config& c) { c.trainer.no_cuda_graph = false; }});
   } else {
     out.push_back({"no-cuda-graph",
                    "each kernel launched from the host, as an eager framework does, instead of one CUDA graph per step",
-                   "", "", "", false, [](Config& c) { c.trainer.no_cuda_graph = true; }});
+                   "", "", std::nullopt, false, [](Config& c) { c.trainer.no_cuda_graph = true; }});
   }
   if (t.precision == Precision::k32True) {
     out.push_back({"precision=tf32", "the GEMMs on TF32 tensor cores (fp32 storage, 10-bit mantissa products)", "", "",
-                   "", false, [](Config& c) { c.trainer.precision = Precision::kTf32; }});
+                   std::nullopt, false, [](Config& c) { c.trainer.precision = Precision::kTf32; }});
   } else {
-    out.push_back({"precision=32-true", "the GEMMs in full fp32", "", "", "", false,
+    out.push_back({"precision=32-true", "the GEMMs in full fp32", "", "", std::nullopt, false,
                    [](Config& c) { c.trainer.precision = Precision::k32True; }});
   }
   if (t.precision != Precision::kBf16Mixed) {
     out.push_back({"precision=bf16-mixed",
                    "the GEMMs' inputs rounded to bf16 on the tensor cores (fp32 storage, accumulation and optimizer)",
-                   "", "", "", false, [](Config& c) { c.trainer.precision = Precision::kBf16Mixed; }});
+                   "", "", std::nullopt, false, [](Config& c) { c.trainer.precision = Precision::kBf16Mixed; }});
   }
   plan_size_ablations(config, out);
   return out;
@@ -121,11 +121,11 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
   if (config.data.loader_workers == 0) {
     out.push_back({"loader-workers=1", "batches generated by a prefetching thread instead of the training thread",
                    "Generating every batch in the training thread",
-                   "Generate batches off the training thread (`--loader-workers 1`).", "data", false,
+                   "Generate batches off the training thread (`--loader-workers 1`).", Phase::kData, false,
                    [](Config& c) { c.data.loader_workers = 1; }});
   } else {
     out.push_back({"loader-workers=0", "batches generated in the training thread, as the seed's DataLoader does", "",
-                   "", "", false, [](Config& c) { c.data.loader_workers = 0; }});
+                   "", std::nullopt, false, [](Config& c) { c.data.loader_workers = 0; }});
   }
   // ZeRO-1 reduces once per optimizer step and never during backward: no sync or overlap to change.
   const bool zero1 = t.strategy == Strategy::kDdpZero1;
@@ -133,10 +133,10 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
     if (t.sync_every_micro_batch) {
       out.push_back({"no_sync", "gradients communicated only on the micro-batch that steps the optimizer",
                      "All-reducing gradients on every micro-batch during accumulation",
-                     "Keep Lightning's no_sync during accumulation (drop `--sync-every-micro-batch`).", "comm_wait",
+                     "Keep Lightning's no_sync during accumulation (drop `--sync-every-micro-batch`).", Phase::kCommWait,
                      true, [](Config& c) { c.trainer.sync_every_micro_batch = false; }});
     } else {
-      out.push_back({"sync-every-micro-batch", "gradients all-reduced on every micro-batch (no_sync off)", "", "", "",
+      out.push_back({"sync-every-micro-batch", "gradients all-reduced on every micro-batch (no_sync off)", "", "", std::nullopt,
                      true, [](Config& c) { c.trainer.sync_every_micro_batch = true; }});
     }
   }
@@ -144,10 +144,10 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
     if (t.no_overlap) {
       out.push_back({"overlap", "gradient buckets all-reduced during backward",
                      "Communicating gradients only after backward",
-                     "Overlap communication with backward (drop `--no-overlap`).", "comm_wait", true,
+                     "Overlap communication with backward (drop `--no-overlap`).", Phase::kCommWait, true,
                      [](Config& c) { c.trainer.no_overlap = false; }});
     } else {
-      out.push_back({"no-overlap", "one allreduce after backward instead of per bucket during it", "", "", "", true,
+      out.push_back({"no-overlap", "one allreduce after backward instead of per bucket during it", "", "", std::nullopt, true,
                      [](Config& c) { c.trainer.no_overlap = true; }});
     }
   }
@@ -199,17 +199,17 @@ std::vector<Ablation> plan_catalogue_ablations(const Config& config, int max_dev
     out.push_back(
         {fmt::format("threads-per-device={}", fair),
          fmt::format("{} threads per device, the fair share of {} cores among {} ranks", fair, cores, ranks_per_host),
-         "", "", "", t.threads_per_device <= cores, [fair](Config& c) { c.trainer.threads_per_device = fair; }});
+         "", "", std::nullopt, t.threads_per_device <= cores, [fair](Config& c) { c.trainer.threads_per_device = fair; }});
   }
   const int workers = config.data.loader_workers;
   if (workers > 0 && cores >= ranks_per_host * (t.threads_per_device + workers + 1)) {
     out.push_back({fmt::format("loader-workers={}", workers + 1), fmt::format("{} loader workers", workers + 1), "", "",
-                   "", false, [workers](Config& c) { c.data.loader_workers = workers + 1; }});
+                   std::nullopt, false, [workers](Config& c) { c.data.loader_workers = workers + 1; }});
   }
   if (max_devices > 1 && t.strategy != Strategy::kDdpZero1) {  // ZeRO-1 has no buckets
     for (const double cap : bucket_sweep_caps_mb(config, max_devices)) {
       out.push_back({fmt::format("bucket_cap_mb={}", cap), fmt::format("gradient buckets of at most {} MB", cap), "",
-                     "", "", true, [cap](Config& c) { c.trainer.bucket_cap_mb = cap; }});
+                     "", std::nullopt, true, [cap](Config& c) { c.trainer.bucket_cap_mb = cap; }});
     }
   }
   return out;

@@ -3,11 +3,13 @@
 // the seed's script, or one size the seed's author tried), run at 1 device and at the
 // largest device count.
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ddpscope/config.h"
+#include "observe/phase.h"
 
 namespace ddp {
 
@@ -26,7 +28,7 @@ struct Ablation {
   // The phase that carries the habit's time (monitor, data, comm_wait): its cost is measured
   // there directly, not as a difference of two runs' noisy wall times. Empty for a habit
   // spread over every phase (a GPU's eager launches): then it is the wall's difference.
-  std::string phase;
+  std::optional<Phase> phase;
   bool multi_device_only = false;
   std::function<void(Config&)> apply;
 };

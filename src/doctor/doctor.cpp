@@ -160,12 +160,12 @@ void fit(const DoctorRequest& request, const std::string& exe, const WorkloadCou
     else
       result.notes.push_back(error);
   }
-  std::vector<nlohmann::json> summaries;
+  std::vector<RunSummary> summaries;
   for (const RunRecord& r : result.runs) {
-    if (r.ok) summaries.push_back(to_json(r.summary));
+    if (r.ok) summaries.push_back(r.summary);
   }
   for (const AblationResult& a : result.ablations) {
-    if (a.run.ok) summaries.push_back(to_json(a.run.summary));
+    if (a.run.ok) summaries.push_back(a.run.summary);
   }
   if (summaries.empty()) return;
   try {

@@ -22,7 +22,7 @@ void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
       continue;
     }
     const RunSummary& s = r.summary;
-    const WorkloadCounts counts = count_workload(workload_from_run_summary(s));
+    const WorkloadCounts counts = count_workload(workload_from_summary(s));
     const double micro_batches = static_cast<double>(counts.micro_batches_per_epoch * s.epochs);
     const PhaseSeconds mean = s.mean_phases();
     auto per = [&](Phase phase, double count) {

@@ -35,9 +35,9 @@ void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
     // A habit without a phase of its own (the eager launches spread over every phase) is
     // charged its whole difference in wall time, start-up aside.
     const auto spent = [&](const RunRecord& r) {
-      return a.phase.empty() ? r.wall_seconds - r.startup() : r.phase(a.phase);
+      return a.phase ? r.phase(*a.phase) : r.wall_seconds - r.startup();
     };
-    const std::string where = a.phase.empty() ? "training (start-up aside)" : "the " + a.phase + " phase";
+    const std::string where = a.phase ? fmt::format("the {} phase", phase_name(*a.phase)) : "training (start-up aside)";
     const double cost = spent(*a.baseline) - spent(a.run);
     const double share = cost / a.baseline->wall_seconds;
     if (share <= kHabitMinShare) continue;
@@ -92,7 +92,7 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
   const double wall = many.wall_seconds;
   const double speedup = one.wall_seconds / wall;
   const double extra_startup = std::max(0.0, many.startup() - one.startup());
-  const double comm_wait = many.phase("comm_wait");
+  const double comm_wait = many.phase(Phase::kCommWait);
   const std::vector<std::string> evidence = {one.label, many.label};
 
   if (speedup < kEfficiencyFloor * n) {
@@ -106,7 +106,7 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
         "Ideal would be {:.2f} s. The {}-device run spent {:.2f} s starting up ({:.2f} s more than one device), "
         "{:.2f} s waiting for gradients, and {:.2f} s computing (forward, backward, validation) per rank.",
         ideal, n, many.startup(), extra_startup, comm_wait,
-        many.phase("forward") + many.phase("backward") + many.phase("validation"));
+        many.phase(Phase::kForward) + many.phase(Phase::kBackward) + many.phase(Phase::kValidation));
     f.cost_seconds = wall - ideal;
     f.share_of_wall = f.cost_seconds / wall;
     f.evidence = evidence;
@@ -169,7 +169,7 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
   // that is the ranks slowing each other where they share a host (cores, memory bandwidth,
   // other processes), a cost apart from the network's, which is in the wait above.
   const auto compute = [](const RunRecord& r) {
-    return r.phase("forward") + r.phase("backward") + r.phase("optimizer");
+    return r.phase(Phase::kForward) + r.phase(Phase::kBackward) + r.phase(Phase::kOptimizer);
   };
   const double sharing = compute(many) - compute(one) / n;
   if (sharing / wall > kSharingMinShare) {
@@ -213,7 +213,7 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
       if (static_cast<int>(r) != slowest) others_wait += std::max(0.0, wait(ranks[r]) - wait(ranks[slowest]));
     }
     others_wait /= static_cast<double>(ranks.size() - 1);
-    const std::string_view name = kPhaseNames[static_cast<std::size_t>(phase)];
+    const std::string_view name = phase_name(phase);
     Finding f;
     f.title = fmt::format("Rank {} is a straggler in {}: {:.3f} s more than the fastest rank", slowest, name, gap);
     f.detail = fmt::format(

@@ -2,6 +2,7 @@
 // Findings: plain sentences ranked by measured cost, each from a rule over the measurements
 // with a documented threshold (docs/scaling-guide.md), never canned: a configuration
 // without a problem gets no finding about it.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ struct AblationResult {
   std::string name;
   std::string habit;  // non-empty: the change removes this habit of the configuration
   std::string fix;
-  std::string phase;  // where the habit's time is charged
+  std::optional<Phase> phase;  // where the habit's time is charged; none: the wall, start-up aside
   RunRecord run;
   const RunRecord* baseline = nullptr;
 };

@@ -32,7 +32,7 @@ const AblationResult* ablation_of(const FindingInputs& in, const RunRecord& run,
 }
 
 int64_t micro_batches_per_rank(const RunSummary& s) {
-  return std::max<int64_t>(1, count_workload(workload_from_run_summary(s)).micro_batches_per_epoch * s.epochs);
+  return std::max<int64_t>(1, count_workload(workload_from_summary(s)).micro_batches_per_epoch * s.epochs);
 }
 
 // The ranks of one host, with the cores they may use together (the union of their
@@ -151,10 +151,10 @@ bool starvation_finding(const FindingInputs& in, const RunRecord& run, std::vect
   std::string ablated;
   if (const AblationResult* a = ablation_of(in, run, "loader-workers=");
       a != nullptr && a->run.config.data.loader_workers > workers) {
-    const double remaining = a->run.phase("data");
+    const double remaining = a->run.phase(Phase::kData);
     ablated = fmt::format(" With {} the data phase took {:.3f} s per rank; wall {}.", a->name, remaining,
                           describe_effect(*a));
-    if (!a->habit.empty() && (run.phase("data") - remaining) / run.wall_seconds > kHabitMinShare) {
+    if (!a->habit.empty() && (run.phase(Phase::kData) - remaining) / run.wall_seconds > kHabitMinShare) {
       cost = remaining;  // the habit's finding counts the rest
       if (cost / run.wall_seconds <= kStarvedMinDataShare) return false;
     }
@@ -197,7 +197,7 @@ bool extra_collectives_finding(const FindingInputs& in, const RunRecord& run, st
   const RunSummary& s = run.summary;
   const TrainerOptions& t = run.config.trainer;
   if (s.world_size < 2 || s.optimizer_steps_run <= 0 || s.allreduce.calls <= 0) return false;
-  const WorkloadCounts counts = count_workload(workload_from_run_summary(s));
+  const WorkloadCounts counts = count_workload(workload_from_summary(s));
   const int64_t buckets = static_cast<int64_t>(counts.bucket_bytes.size());
   const int64_t needed = t.no_overlap ? 1 : buckets;
   const double measured = static_cast<double>(s.allreduce.calls) / static_cast<double>(s.optimizer_steps_run);
@@ -289,7 +289,7 @@ void bucket_sweep_finding(const FindingInputs& in, std::vector<Finding>& out) {
   if (in.device_runs.empty() || !in.device_runs.back()->ok) return;
   const RunRecord& base = *in.device_runs.back();
   const auto buckets = [](const RunRecord& r) {
-    return count_workload(workload_from_run_summary(r.summary)).bucket_bytes.size();
+    return count_workload(workload_from_summary(r.summary)).bucket_bytes.size();
   };
   std::vector<std::string> rows = {fmt::format("{} MB (the configuration's, {} buckets): {:.2f} s",
                                                base.config.trainer.bucket_cap_mb, buckets(base), base.wall_seconds)};

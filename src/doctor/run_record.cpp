@@ -11,10 +11,10 @@
 
 namespace ddp {
 
-double RunRecord::phase(const std::string& name) const {
+double RunRecord::phase(Phase phase) const {
   if (!ok) return 0;
-  const double seconds = summary.mean_phase(name);
-  if (name == "startup" || epochs_run == 0) return seconds;
+  const double seconds = summary.mean_phase(phase);
+  if (phase == Phase::kStartup || epochs_run == 0) return seconds;
   return seconds * static_cast<double>(epochs_full) / static_cast<double>(epochs_run);
 }
 

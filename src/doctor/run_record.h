@@ -27,8 +27,8 @@ struct RunRecord {
   std::vector<double> repeat_wall_seconds;
 
   // Seconds of a phase, mean over ranks, scaled like wall_seconds (startup is not scaled).
-  double phase(const std::string& name) const;
-  double startup() const { return phase("startup"); }
+  double phase(Phase phase) const;
+  double startup() const { return phase(Phase::kStartup); }
   int64_t optimizer_steps() const;  // at epochs_full
 };
 

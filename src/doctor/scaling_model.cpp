@@ -9,6 +9,7 @@
 #include "ddpscope/error.h"
 #include "doctor/allreduce_probe.h"
 #include "doctor/interconnect.h"
+#include "train/run_summary.h"
 
 namespace ddp {
 namespace {
@@ -128,42 +129,24 @@ struct MeasuredRun {
   double wall_seconds = 0;
 };
 
-double number_field(const nlohmann::json& object, const std::string& key, const std::string& where) {
-  const auto it = object.find(key);
-  if (it == object.end()) throw DataError(fmt::format("{} has no \"{}\"", where, key));
-  if (!it->is_number())
-    throw DataError(fmt::format("{} field \"{}\" is {}, expected a number", where, key, it->dump()));
-  const double value = it->get<double>();
-  if (!std::isfinite(value)) throw DataError(fmt::format("{} field \"{}\" is not finite", where, key));
-  return value;
-}
-
-MeasuredRun measured_run(const nlohmann::json& summary, std::size_t index) {
+MeasuredRun measured_run(const RunSummary& summary, std::size_t index) {
   const std::string where = fmt::format("run {}'s summary", index + 1);
   MeasuredRun run;
   try {
     run.config = workload_from_summary(summary);
-  } catch (const DataError& e) {
-    throw DataError(fmt::format("{}: {}", where, e.what()));
-  } catch (const UsageError& e) {
+    run.counts = count_workload(run.config);
+  } catch (const Error& e) {  // an option it cannot read (DataError) or out of range (UsageError)
     throw DataError(fmt::format("{}: {}", where, e.what()));
   }
   run.config.interconnect = "measured";
-  try {
-    run.counts = count_workload(run.config);
-  } catch (const UsageError& e) {
-    throw DataError(fmt::format("{}: {}", where, e.what()));
-  }
-  run.wall_seconds = number_field(summary, "wall_seconds", where);
-  const auto ranks = summary.find("phases_per_rank");
-  if (ranks == summary.end() || !ranks->is_array() || ranks->empty() || !(*ranks)[0].is_object()) {
-    throw DataError(fmt::format("{} has no \"phases_per_rank\" list", where));
-  }
+  if (summary.phases_per_rank.empty()) throw DataError(fmt::format("{} has no phases", where));
+  run.wall_seconds = summary.wall_seconds;
+  run.phases = summary.phases_per_rank[0];
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
-    run.phases[p] = number_field((*ranks)[0], std::string(kPhaseNames[p]), where + " phases_per_rank[0]");
+    if (!std::isfinite(run.phases[p])) throw DataError(fmt::format("{}: {} is not finite", where, kPhaseNames[p]));
   }
-  const auto steps = static_cast<int64_t>(number_field(summary, "optimizer_steps", where));
-  const auto samples = static_cast<int64_t>(number_field(summary, "train_samples", where));
+  if (!std::isfinite(run.wall_seconds)) throw DataError(fmt::format("{}: wall_seconds is not finite", where));
+  const int64_t steps = summary.optimizer_steps, samples = summary.train_samples;
   const int64_t counted_samples = run.config.epochs * run.counts.train_samples_per_epoch * run.config.devices;
   if (steps != run.counts.optimizer_steps || samples != counted_samples) {
     throw DataError(
@@ -286,7 +269,7 @@ void require_finite_prediction(const ModelParameters& model, const WorkloadConfi
   }
 }
 
-ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const AllreduceFit& allreduce) {
+ModelParameters fit_model(const std::vector<RunSummary>& summaries, const AllreduceFit& allreduce) {
   if (summaries.empty()) throw DataError("no runs to fit the scaling model to");
   std::vector<MeasuredRun> runs;
   for (std::size_t i = 0; i < summaries.size(); ++i) runs.push_back(measured_run(summaries[i], i));
@@ -430,6 +413,16 @@ nlohmann::json to_json(const ModelParameters& model) {
   nlohmann::json out = nlohmann::json::object();
   for (const JsonField& f : kModelFields) out[f.name] = model.*f.member;
   return out;
+}
+
+double number_field(const nlohmann::json& object, const std::string& key, const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end()) throw DataError(fmt::format("{} has no \"{}\"", where, key));
+  if (!it->is_number())
+    throw DataError(fmt::format("{} field \"{}\" is {}, expected a number", where, key, it->dump()));
+  const double value = it->get<double>();
+  if (!std::isfinite(value)) throw DataError(fmt::format("{} field \"{}\" is not finite", where, key));
+  return value;
 }
 
 ModelParameters model_from_json(const nlohmann::json& model) {

@@ -129,7 +129,7 @@ Prediction predict(const ModelParameters& model, const WorkloadConfig& config);
 // on one device: a model whose prices overflow (1e308 s) or are all 0 predicts nothing.
 void require_finite_prediction(const ModelParameters& model, const WorkloadConfig& config);
 
-// Fits every price from runs' summary.json objects (ddpscope.summary/1), phases of rank zero,
+// Fits every price from runs' summaries (summary.json, typed), phases of rank zero,
 // each run weighing 1/wall (relative residuals), every price kept >= 0. alpha and beta come
 // from the allreduce probe. Where the runs cannot separate two prices:
 // - one batch size and width (the per-micro-batch and per-FLOP columns proportional):
@@ -141,9 +141,10 @@ void require_finite_prediction(const ModelParameters& model, const WorkloadConfi
 // - on a GPU, with runs in CUDA graphs, every price but e comes from those, and e from what
 //   the eager runs (--no-cuda-graph) took beyond them per launch; with eager runs only, e = 0.
 // DataError when the runs are of both a CPU and a GPU: their prices are different machines'.
-// DataError when a summary lacks a field, or its counts (optimizer_steps, train_samples)
-// differ from the counted ones (a run stopped by max_steps cannot be priced per epoch).
-ModelParameters fit_model(const std::vector<nlohmann::json>& summaries, const AllreduceFit& allreduce);
+// DataError when a summary has no phases, a time that is not finite, an option it cannot read,
+// or counts (optimizer_steps, train_samples) other than the counted ones (a run stopped by
+// max_steps cannot be priced per epoch).
+ModelParameters fit_model(const std::vector<RunSummary>& summaries, const AllreduceFit& allreduce);
 
 // The fixed seconds of one micro-batch's forward and backward: a_mb, or on a GPU K * a_k.
 double fixed_seconds_per_micro_batch(const ModelParameters& model, const WorkloadConfig& config,

@@ -205,22 +205,7 @@ bool is_workload_key(std::string_view key) {
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
-WorkloadConfig workload_from_summary(const nlohmann::json& summary) {
-  if (!summary.is_object()) throw DataError("a run's summary is not a JSON object");
-  const nlohmann::json* config = field(summary, "config");
-  if (!config) throw DataError("a run's summary has no \"config\"");
-  const nlohmann::json* world = field(summary, "world_size");
-  const nlohmann::json* epochs = field(summary, "epochs");
-  if (!world) throw DataError("a run's summary has no \"world_size\"");
-  if (!epochs) throw DataError("a run's summary has no \"epochs\"");
-  WorkloadConfig w = workload_from_config(*config, static_cast<int>(integer_field(*world, "world_size")));
-  w.devices = static_cast<int>(integer_field(*world, "world_size"));  // what ran, whatever was asked
-  w.epochs = integer_field(*epochs, "epochs");
-  read_on_gpu(summary, "a run's summary field", w.on_gpu);
-  return w;
-}
-
-WorkloadConfig workload_from_run_summary(const RunSummary& summary) {
+WorkloadConfig workload_from_summary(const RunSummary& summary) {
   WorkloadConfig w = workload_for(summary.typed_config(), summary.world_size);
   w.epochs = summary.epochs;
   w.on_gpu = summary.accelerator == "cuda";

@@ -80,13 +80,9 @@ WorkloadCounts count_workload(const WorkloadConfig& config);
 // Ranks that validate rank r's share of n samples: ceil or floor of n / W.
 int64_t validation_samples_for_rank(int64_t dataset_size, int devices, int rank);
 
-// A run's workload from its summary.json (schema ddpscope.summary/1): world_size, epochs and
-// the config's fields. Throws DataError naming the field when one is missing or malformed.
-WorkloadConfig workload_from_summary(const nlohmann::json& summary);
-
-// The same from a typed summary: its options through the option table, on world_size ranks,
-// for the epochs that completed. Throws DataError naming an option it cannot read.
-WorkloadConfig workload_from_run_summary(const RunSummary& summary);
+// A run's workload from its summary: its options through the option table, on world_size
+// ranks, for the epochs that completed. Throws DataError naming an option it cannot read.
+WorkloadConfig workload_from_summary(const RunSummary& summary);
 
 // A run's workload from its typed configuration on `devices` ranks (the configuration's own
 // device count, often 0 for auto, is not read): what the doctor runs and predicts. Whether

@@ -23,4 +23,6 @@ inline constexpr std::size_t kPhaseCount = 10;
 inline constexpr std::array<std::string_view, kPhaseCount> kPhaseNames = {
     "startup", "data", "forward", "backward", "comm_wait", "optimizer", "validation", "logging", "monitor", "other"};
 
+constexpr std::string_view phase_name(Phase phase) { return kPhaseNames[static_cast<std::size_t>(phase)]; }
+
 }  // namespace ddp

@@ -233,13 +233,6 @@ PhaseSeconds RunSummary::mean_phases() const {
   return mean;
 }
 
-double RunSummary::mean_phase(std::string_view name) const {
-  for (std::size_t p = 0; p < kPhaseCount; ++p) {
-    if (kPhaseNames[p] == name) return mean_phases()[p];
-  }
-  return 0;
-}
-
 Config RunSummary::typed_config() const {
   Config config;
   for (const auto& [key, text] : options) {

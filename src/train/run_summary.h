@@ -108,7 +108,7 @@ struct RunSummary {
 
   double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
   PhaseSeconds mean_phases() const;                // over ranks: summary.json's "phases"
-  double mean_phase(std::string_view name) const;  // 0 for a name that is no phase
+  double mean_phase(Phase phase) const { return mean_phases()[static_cast<std::size_t>(phase)]; }
   // The options as a Config, each through the option table's own parser (so a
   // limit_train_batches with a point is a fraction, without one a count). Throws DataError
   // naming an option that is unknown or not accepted.

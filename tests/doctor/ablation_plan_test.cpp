@@ -44,7 +44,7 @@ TEST(AblationPlan, AZero1ConfigurationIsAblatedAgainstPlainDdpAndNeverWithSyncOr
   const Ablation* ddp = find(plan, "strategy=ddp");
   ASSERT_NE(ddp, nullptr);
   EXPECT_FALSE(ddp->habit.empty());
-  EXPECT_EQ(ddp->phase, "comm_wait");
+  EXPECT_EQ(ddp->phase, Phase::kCommWait);
   for (const char* refused : {"sync-every-micro-batch", "no-overlap", "strategy=ddp_zero1"}) {
     EXPECT_EQ(find(plan, refused), nullptr) << refused;
   }
@@ -92,7 +92,7 @@ TEST(AblationPlan, EagerLaunchesAreAHabitSpreadOverEveryPhase) {
   const Ablation* graph = find(plan, "cuda-graph");
   ASSERT_NE(graph, nullptr);
   EXPECT_FALSE(graph->habit.empty());
-  EXPECT_TRUE(graph->phase.empty());  // charged its difference in wall time, start-up aside
+  EXPECT_FALSE(graph->phase);  // charged its difference in wall time, start-up aside
   Config applied = c;
   graph->apply(applied);
   EXPECT_FALSE(applied.trainer.no_cuda_graph);

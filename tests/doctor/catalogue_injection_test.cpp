@@ -66,7 +66,7 @@ class LoaderDelay {
 };
 
 int64_t micro_batches(const RunRecord& run) {
-  return count_workload(workload_from_run_summary(run.summary)).micro_batches_per_epoch * run.summary.epochs;
+  return count_workload(workload_from_summary(run.summary)).micro_batches_per_epoch * run.summary.epochs;
 }
 
 // Two ranks of two threads each on this machine's cores (two in CI): the configuration asks

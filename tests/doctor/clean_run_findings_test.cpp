@@ -43,7 +43,7 @@ TEST(CleanRun, NoCauseIsFoundInThreeRepeatsOfAConfigurationWithoutOne) {
     ASSERT_TRUE(two.ok) << two.error;
     FindingInputs in;
     in.device_runs = {&one, &two};
-    in.workload = workload_from_run_summary(two.summary);
+    in.workload = workload_from_summary(two.summary);
     for (const Finding& f : find_problems(in)) {
       for (const std::string& words : kCauseWords) {
         EXPECT_EQ(f.title.find(words), std::string::npos) << "repeat " << repeat << ": " << f.title << "\n" << f.detail;

@@ -102,7 +102,7 @@ AblationResult monitor_ablation(const RunRecord& baseline, double monitor_withou
   a.name = "monitor-background";
   a.habit = "Probing the device every micro-batch";
   a.fix = "Use --monitor-mode background.";
-  a.phase = "monitor";
+  a.phase = Phase::kMonitor;
   a.run = synthetic_run(1, 9.3, {{"monitor", monitor_without}});
   a.run.label = "devices=1 monitor-background";
   a.baseline = &baseline;

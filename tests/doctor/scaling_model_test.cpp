@@ -1,5 +1,6 @@
 #include "doctor/scaling_model.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 
 #include "ddpscope/error.h"
 #include "doctor/interconnect.h"
+#include "train/run_summary.h"
 
 namespace ddp {
 namespace {
@@ -53,42 +55,38 @@ ModelParameters known_gpu_parameters() {
   return m;
 }
 
-// A summary.json as a run of `config` would write it if the model were exact.
-nlohmann::json synthetic_summary(const ModelParameters& model, const WorkloadConfig& c) {
+// A run's summary as a run of `config` would write it if the model were exact.
+RunSummary synthetic_summary(const ModelParameters& model, const WorkloadConfig& c) {
   const Prediction p = predict(model, c);
-  nlohmann::json phases = nlohmann::json::object();
-  for (std::size_t i = 0; i < kPhaseCount; ++i) phases[std::string(kPhaseNames[i])] = p.phases[i];
-  nlohmann::json other_rank = phases;
-  other_rank["comm_wait"] = 0.5 * p.phases[static_cast<std::size_t>(Phase::kCommWait)];  // rank zero's count
-  nlohmann::json ranks = nlohmann::json::array({phases});
-  for (int r = 1; r < c.devices; ++r) ranks.push_back(other_rank);
-  return {{"schema", "ddpscope.summary/1"},
-          {"config",
-           {{"input_dim", c.input_dim},
-            {"hidden_size", c.hidden_size},
-            {"hidden_layers", c.hidden_layers},
-            {"output_dim", c.output_dim},
-            {"dataset_size", c.dataset_size},
-            {"batch_size", c.batch_size},
-            {"max_epochs", c.epochs},
-            {"accumulate_grad_batches", c.accumulate_grad_batches},
-            {"check_val_every_n_epoch", c.check_val_every_n_epoch},
-            {"limit_train_batches", 1.0},
-            {"log_every_n_steps", c.log_every_n_steps},
-            {"devices", c.devices},
-            {"bucket_cap_mb", c.bucket_cap_mb},
-            {"sync_every_micro_batch", c.sync_every_micro_batch},
-            {"monitor_mode", c.monitor_per_step ? "per-step" : "background"},
-            {"no_cuda_graph", !c.cuda_graph}}},
-          {"accelerator", c.on_gpu ? "cuda" : "cpu"},
-          {"world_size", c.devices},
-          {"epochs", c.epochs},
-          {"optimizer_steps", p.counts.optimizer_steps},
-          {"train_samples", c.epochs * p.counts.train_samples_per_epoch * c.devices},
-          {"wall_seconds", p.wall_seconds},
-          {"phases", phases},
-          {"phases_per_rank", ranks},
-          {"allreduce", {{"calls", 0}, {"bytes", 0}, {"seconds", 0.0}}}};
+  const auto text = [](auto value) { return fmt::format("{}", value); };
+  RunSummary s;
+  s.options = {{"input_dim", text(c.input_dim)},
+               {"hidden_size", text(c.hidden_size)},
+               {"hidden_layers", text(c.hidden_layers)},
+               {"output_dim", text(c.output_dim)},
+               {"dataset_size", text(c.dataset_size)},
+               {"batch_size", text(c.batch_size)},
+               {"max_epochs", text(c.epochs)},
+               {"accumulate_grad_batches", text(c.accumulate_grad_batches)},
+               {"check_val_every_n_epoch", text(c.check_val_every_n_epoch)},
+               {"limit_train_batches", "1.0"},
+               {"log_every_n_steps", text(c.log_every_n_steps)},
+               {"devices", text(c.devices)},
+               {"bucket_cap_mb", text(c.bucket_cap_mb)},
+               {"sync_every_micro_batch", text(c.sync_every_micro_batch)},
+               {"monitor_mode", c.monitor_per_step ? "per-step" : "background"},
+               {"no_cuda_graph", text(!c.cuda_graph)}};
+  s.accelerator = c.on_gpu ? "cuda" : "cpu";
+  s.world_size = c.devices;
+  s.epochs = c.epochs;
+  s.optimizer_steps = p.counts.optimizer_steps;
+  s.train_samples = c.epochs * p.counts.train_samples_per_epoch * c.devices;
+  s.wall_seconds = p.wall_seconds;
+  PhaseSeconds other_rank = p.phases;
+  other_rank[static_cast<std::size_t>(Phase::kCommWait)] *= 0.5;  // rank zero's counts
+  s.phases_per_rank = {p.phases};
+  for (int r = 1; r < c.devices; ++r) s.phases_per_rank.push_back(other_rank);
+  return s;
 }
 
 // 1, 2, 3 devices; batch 16..1024; widths 64..1024; some runs with the per-step probe, with
@@ -256,7 +254,7 @@ TEST(ScalingModel, OtherInterconnectsChangeCommunicationAndDropContention) {
 
 TEST(ScalingModel, FitRecoversEveryParameterAndWallExactly) {
   const ModelParameters known = known_parameters();
-  std::vector<nlohmann::json> summaries;
+  std::vector<RunSummary> summaries;
   const std::vector<WorkloadConfig> configs = design();
   for (const WorkloadConfig& c : configs) summaries.push_back(synthetic_summary(known, c));
   AllreduceFit probe;
@@ -266,7 +264,7 @@ TEST(ScalingModel, FitRecoversEveryParameterAndWallExactly) {
   const ModelParameters fitted = fit_model(summaries, probe);
   expect_same_parameters(fitted, known);
   for (std::size_t i = 0; i < configs.size(); ++i) {
-    expect_relative(predict(fitted, configs[i]).wall_seconds, summaries[i]["wall_seconds"].get<double>(), "wall");
+    expect_relative(predict(fitted, configs[i]).wall_seconds, summaries[i].wall_seconds, "wall");
   }
 }
 
@@ -295,12 +293,12 @@ TEST(ScalingModel, GpuFitRecoversThePricePerLaunchAndWhatEagerLaunchesAdd) {
       }
     }
   }
-  std::vector<nlohmann::json> summaries;
+  std::vector<RunSummary> summaries;
   for (const WorkloadConfig& c : configs) summaries.push_back(synthetic_summary(known, c));
   const ModelParameters fitted = fit_model(summaries, AllreduceFit{});
   expect_same_parameters(fitted, known);
   for (std::size_t j = 0; j < configs.size(); ++j) {
-    expect_relative(predict(fitted, configs[j]).wall_seconds, summaries[j]["wall_seconds"].get<double>(), "wall");
+    expect_relative(predict(fitted, configs[j]).wall_seconds, summaries[j].wall_seconds, "wall");
   }
   // Eager launches are the host's: they land in other, one price per launch of the run.
   const WorkloadConfig graph = configs[0];
@@ -347,16 +345,17 @@ TEST(ScalingModel, FitOfOneRunPutsComputeIntoTheRate) {
   ModelParameters known = known_parameters();
   WorkloadConfig c;
   c.epochs = 3;
-  const nlohmann::json summary = synthetic_summary(known, c);
+  const RunSummary summary = synthetic_summary(known, c);
   const ModelParameters fitted = fit_model({summary}, AllreduceFit{});
   EXPECT_EQ(fitted.fixed_seconds_per_step, 0.0);
   const Prediction p = predict(fitted, c);
   const double measured =
-      summary["phases_per_rank"][0]["forward"].get<double>() + summary["phases_per_rank"][0]["backward"].get<double>();
+      summary.phases_per_rank[0][static_cast<std::size_t>(Phase::kForward)] +
+      summary.phases_per_rank[0][static_cast<std::size_t>(Phase::kBackward)];
   expect_relative(
       p.phases[static_cast<std::size_t>(Phase::kForward)] + p.phases[static_cast<std::size_t>(Phase::kBackward)],
       measured, "compute");
-  expect_relative(p.wall_seconds, summary["wall_seconds"].get<double>(), "wall");  // one run: reproduced exactly
+  expect_relative(p.wall_seconds, summary.wall_seconds, "wall");  // one run: reproduced exactly
   EXPECT_EQ(fitted.launch_seconds, 0.0);
   EXPECT_EQ(fitted.jitter_fraction, 0.0);
   EXPECT_EQ(fitted.monitor_seconds_per_micro_batch, 0.0);
@@ -365,14 +364,14 @@ TEST(ScalingModel, FitOfOneRunPutsComputeIntoTheRate) {
 TEST(ScalingModel, JitterIsClampedAtZero) {
   ModelParameters known = known_parameters();
   known.jitter_fraction = 0;
-  std::vector<nlohmann::json> summaries;
+  std::vector<RunSummary> summaries;
   for (int devices : {1, 2}) {
     WorkloadConfig c;
     c.devices = devices;
     c.epochs = 2;
     summaries.push_back(synthetic_summary(known, c));
   }
-  summaries[1]["phases_per_rank"][0]["comm_wait"] = 0.0;  // faster than the probe says
+  summaries[1].phases_per_rank[0][static_cast<std::size_t>(Phase::kCommWait)] = 0.0;  // faster than the probe says
   AllreduceFit probe;
   probe.alpha_seconds = known.alpha_seconds;
   probe.beta_bytes_per_second = known.beta_bytes_per_second;
@@ -383,16 +382,19 @@ TEST(ScalingModel, FitRejectsRunsItCannotCount) {
   const ModelParameters known = known_parameters();
   WorkloadConfig c;
   c.epochs = 2;
-  nlohmann::json summary = synthetic_summary(known, c);
-  nlohmann::json stopped = summary;
-  stopped["optimizer_steps"] = 25;  // stopped by max_steps inside an epoch
+  const RunSummary summary = synthetic_summary(known, c);
+  RunSummary stopped = summary;
+  stopped.optimizer_steps = 25;  // stopped by max_steps inside an epoch
   EXPECT_THROW(fit_model({stopped}, AllreduceFit{}), DataError);
-  nlohmann::json no_phases = summary;
-  no_phases.erase("phases_per_rank");
+  RunSummary no_phases = summary;
+  no_phases.phases_per_rank.clear();
   EXPECT_THROW(fit_model({no_phases}, AllreduceFit{}), DataError);
-  nlohmann::json bad_phase = summary;
-  bad_phase["phases_per_rank"][0]["forward"] = "slow";
+  RunSummary bad_phase = summary;
+  bad_phase.phases_per_rank[0][static_cast<std::size_t>(Phase::kForward)] = std::nan("");
   EXPECT_THROW(fit_model({bad_phase}, AllreduceFit{}), DataError);
+  RunSummary bad_option = summary;
+  bad_option.options[5].second = "big";  // batch_size
+  EXPECT_THROW(fit_model({bad_option}, AllreduceFit{}), DataError);
   EXPECT_THROW(fit_model({}, AllreduceFit{}), DataError);
 }
 

@@ -23,7 +23,7 @@ RunRecord run(int devices, double wall, int64_t samples = 1000000, bool ok = tru
 
 AblationResult ablation(const std::string& name, RunRecord r, const RunRecord& baseline) {
   r.label += " " + name;
-  return {name, "", "", "", std::move(r), &baseline};
+  return {name, "", "", std::nullopt, std::move(r), &baseline};
 }
 
 TEST(SizeSpeedup, ASizeIsReadAsNDevicesAgainstOneBesideTheBaselines) {

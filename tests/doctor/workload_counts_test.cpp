@@ -131,25 +131,24 @@ TEST(WorkloadCounts, RejectsOutOfRangeConfigurations) {
 }
 
 TEST(WorkloadCounts, ReadsASummary) {
-  const nlohmann::json summary = {{"schema", "ddpscope.summary/1"},
-                                  {"world_size", 3},
-                                  {"epochs", 4},
-                                  {"config",
-                                   {{"input_dim", 10},
-                                    {"hidden_size", 128},
-                                    {"hidden_layers", 2},
-                                    {"output_dim", 1},
-                                    {"dataset_size", 1000},
-                                    {"batch_size", 64},
-                                    {"max_epochs", 200},
-                                    {"accumulate_grad_batches", 3},
-                                    {"check_val_every_n_epoch", 1},
-                                    {"limit_train_batches", 1.0},
-                                    {"log_every_n_steps", 50},
-                                    {"devices", "auto"},
-                                    {"bucket_cap_mb", 25},
-                                    {"sync_every_micro_batch", false},
-                                    {"monitor_mode", "per-step"}}}};
+  RunSummary summary;
+  summary.world_size = 3;
+  summary.epochs = 4;
+  summary.options = {{"input_dim", "10"},
+                     {"hidden_size", "128"},
+                     {"hidden_layers", "2"},
+                     {"output_dim", "1"},
+                     {"dataset_size", "1000"},
+                     {"batch_size", "64"},
+                     {"max_epochs", "200"},
+                     {"accumulate_grad_batches", "3"},
+                     {"check_val_every_n_epoch", "1"},
+                     {"limit_train_batches", "1.0"},
+                     {"log_every_n_steps", "50"},
+                     {"devices", "auto"},
+                     {"bucket_cap_mb", "25"},
+                     {"sync_every_micro_batch", "false"},
+                     {"monitor_mode", "per-step"}};
   const WorkloadConfig w = workload_from_summary(summary);
   EXPECT_EQ(w.devices, 3);
   EXPECT_EQ(w.epochs, 4);  // what completed, not max_epochs
@@ -160,25 +159,19 @@ TEST(WorkloadCounts, ReadsASummary) {
   EXPECT_FALSE(w.on_gpu);  // a summary from before the GPU engine: a CPU's
   EXPECT_TRUE(w.cuda_graph);
 
-  nlohmann::json gpu = summary;
-  gpu["accelerator"] = "cuda";
-  gpu["config"]["accelerator"] = "auto";  // what was asked; the top level says what ran
-  gpu["config"]["no_cuda_graph"] = true;
+  RunSummary gpu = summary;
+  gpu.accelerator = "cuda";
+  gpu.options.emplace_back("accelerator", "auto");  // what was asked; the summary says what ran
+  gpu.options.emplace_back("no_cuda_graph", "true");
   const WorkloadConfig g = workload_from_summary(gpu);
   EXPECT_TRUE(g.on_gpu);
   EXPECT_FALSE(g.cuda_graph);
 
-  nlohmann::json bad = summary;
-  bad["accelerator"] = 1;
+  RunSummary bad = summary;
+  bad.options[5].second = "big";  // batch_size
   EXPECT_THROW(workload_from_summary(bad), DataError);
   bad = summary;
-  bad["config"]["batch_size"] = "big";
-  EXPECT_THROW(workload_from_summary(bad), DataError);
-  bad = summary;
-  bad.erase("world_size");
-  EXPECT_THROW(workload_from_summary(bad), DataError);
-  bad = summary;
-  bad.erase("config");
+  bad.options.emplace_back("no_such_option", "1");
   EXPECT_THROW(workload_from_summary(bad), DataError);
 }
 

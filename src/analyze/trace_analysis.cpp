@@ -59,9 +59,12 @@ RunRecord record_of(const TraceAnalysis& a) {
   run.ok = true;
   RunSummary& s = run.summary;
   s.world_size = static_cast<int>(a.ranks.size());
-  s.accelerator = a.job.ranks.front().steps.on_gpu ? "cuda" : "cpu";
-  s.strategy = a.ranks.size() > 1 ? "ddp" : "single";
-  s.gradient_transport = a.job.backend.empty() ? (a.ranks.size() > 1 ? "unknown" : "none") : a.job.backend;
+  s.accelerator = a.job.ranks.front().steps.on_gpu ? Accelerator::kCuda : Accelerator::kCpu;
+  s.strategy = a.ranks.size() > 1 ? Strategy::kDdp : Strategy::kSingle;
+  if (const auto said = from_spelling<GradientTransport>(a.job.backend))
+    s.gradient_transport = *said;
+  else
+    s.gradient_transport = a.ranks.size() > 1 ? GradientTransport::kUnknown : GradientTransport::kNone;
   double wall = 0;
   for (const RankBreakdown& b : a.ranks) {
     PhaseSeconds phases{};

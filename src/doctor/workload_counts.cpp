@@ -208,7 +208,7 @@ bool is_workload_key(std::string_view key) {
 WorkloadConfig workload_from_summary(const RunSummary& summary) {
   WorkloadConfig w = workload_for(summary.typed_config(), summary.world_size);
   w.epochs = summary.epochs;
-  w.on_gpu = summary.accelerator == "cuda";
+  w.on_gpu = summary.accelerator == Accelerator::kCuda;
   return w;
 }
 

@@ -97,6 +97,16 @@ T read(const Json& j, const std::string& key, const std::string& where) {
   return value.get<T>();
 }
 
+// One of an enum's spellings; what ran is never "auto".
+template <typename E>
+E read_spelling(const Json& j, const std::string& key, const std::string& where, std::string_view expected) {
+  const std::string text = read<std::string>(j, key, where);
+  const std::optional<E> value = from_spelling<E>(text);
+  if (!value || text == "auto")
+    throw DataError(fmt::format("{} field \"{}\" is \"{}\", expected {}", where, key, text, expected));
+  return *value;
+}
+
 std::optional<double> read_optional(const Json& j, const std::string& key, const std::string& where) {
   const Json& value = member(j, key, where);
   if (value.is_null()) return std::nullopt;
@@ -280,9 +290,9 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   j["schema"] = "ddpscope.summary/1";
   j["version"] = s.version;
   j["config"] = config_json(s.options);
-  j["accelerator"] = s.accelerator;
-  j["strategy"] = s.strategy;
-  j["gradient_transport"] = s.gradient_transport;
+  j["accelerator"] = spelling(s.accelerator);
+  j["strategy"] = spelling(s.strategy);
+  j["gradient_transport"] = spelling(s.gradient_transport);
   j["world_size"] = s.world_size;
   j["epochs"] = s.epochs;
   j["first_epoch_end_seconds"] = s.first_epoch_end_seconds;
@@ -358,13 +368,15 @@ void from_json(const Json& j, RunSummary& s) {
   const Json& config = member(j, "config", where);
   if (!config.is_object()) throw DataError(fmt::format("{} field \"config\" is not a JSON object", where));
   for (const auto& [key, value] : config.items()) s.options.emplace_back(key, option_text(value));
-  s.accelerator = read<std::string>(j, "accelerator", where);
-  s.strategy = read<std::string>(j, "strategy", where);
+  s.accelerator = read_spelling<Accelerator>(j, "accelerator", where, "cpu or cuda");
+  s.strategy = read_spelling<Strategy>(j, "strategy", where, "single, ddp or ddp_zero1");
   s.world_size = static_cast<int>(read<int64_t>(j, "world_size", where));
   // Written since the NCCL transport; a summary from before it averaged over MPI, if at all.
-  s.gradient_transport = j.contains("gradient_transport") ? read<std::string>(j, "gradient_transport", where)
-                         : s.world_size > 1               ? "mpi"
-                                                          : "none";
+  s.gradient_transport =
+      j.contains("gradient_transport")
+          ? read_spelling<GradientTransport>(j, "gradient_transport", where, "none, mpi, nccl, gloo or unknown")
+      : s.world_size > 1 ? GradientTransport::kMpi
+                         : GradientTransport::kNone;
   s.epochs = read<int64_t>(j, "epochs", where);
   s.first_epoch_end_seconds = read<double>(j, "first_epoch_end_seconds", where);
   s.last_epoch_end_seconds = read<double>(j, "last_epoch_end_seconds", where);

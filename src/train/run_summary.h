@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ddpscope/option_enums.h"
 #include "dist/grad_reducer.h"
 #include "observe/arrival_lag.h"
 #include "observe/phase.h"
@@ -53,16 +54,26 @@ struct HostLoad {
 };
 bool operator==(const HostLoad& a, const HostLoad& b);
 
+// How the ranks averaged gradients: not at all (one rank), over MPI (CPU ranks, or GPU ranks
+// through host memory), over NCCL (dist/grad_transport_choice.h); a traced job's (analyze) also
+// over gloo, or unknown where its traces do not say.
+enum class GradientTransport { kNone, kMpi, kNccl, kGloo, kUnknown };
+constexpr std::array<Spelling<GradientTransport>, 5> spellings(GradientTransport) {
+  return {{{GradientTransport::kNone, "none"},
+           {GradientTransport::kMpi, "mpi"},
+           {GradientTransport::kNccl, "nccl"},
+           {GradientTransport::kGloo, "gloo"},
+           {GradientTransport::kUnknown, "unknown"}}};
+}
+
 struct RunSummary {
   std::string version = DDPSCOPE_VERSION;
   // The resolved options, as hparams.yaml has them; summary.json's "config" writes numbers and
   // booleans as such. typed_config() reads them back through the option table.
   OptionTexts options;
-  std::string accelerator = "cpu";
-  std::string strategy = "single";
-  // How the ranks averaged gradients: "none" (one rank), "mpi" (CPU ranks, or GPU ranks
-  // through host memory) or "nccl" (dist/grad_transport_choice.h).
-  std::string gradient_transport = "none";
+  Accelerator accelerator = Accelerator::kCpu;  // what ran: cpu or cuda, never auto
+  Strategy strategy = Strategy::kSingle;        // what ran: single, ddp or ddp_zero1
+  GradientTransport gradient_transport = GradientTransport::kNone;
   int world_size = 1;
   std::vector<std::string> hosts;  // every rank's host name, indexed by rank
   int64_t epochs = 0;              // completed

@@ -402,9 +402,11 @@ void Trainer::Run::finish(LightningModule& module) {
                        : comm_.size() > 1                       ? Strategy::kDdp
                        : options_.strategy == Strategy::kAuto   ? Strategy::kSingle
                                                                 : options_.strategy;
-  stats_.strategy = spelling(ran);
-  stats_.accelerator = gpu_ ? "cuda" : "cpu";
-  stats_.gradient_transport = gpu_transport_ == GradTransport::kNccl ? "nccl" : comm_.size() > 1 ? "mpi" : "none";
+  stats_.strategy = ran;
+  stats_.accelerator = gpu_ ? Accelerator::kCuda : Accelerator::kCpu;
+  stats_.gradient_transport = gpu_transport_ == GradTransport::kNccl ? GradientTransport::kNccl
+                              : comm_.size() > 1                     ? GradientTransport::kMpi
+                                                                     : GradientTransport::kNone;
   stats_.training_flops_per_sample = module.network().training_flops_per_sample();
   // Counted while the loader, OpenMP and monitor threads of training still run; gathered after
   // the phases, so that no rank's phases include waiting at this collective.

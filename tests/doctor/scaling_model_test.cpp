@@ -76,7 +76,7 @@ RunSummary synthetic_summary(const ModelParameters& model, const WorkloadConfig&
                {"sync_every_micro_batch", text(c.sync_every_micro_batch)},
                {"monitor_mode", c.monitor_per_step ? "per-step" : "background"},
                {"no_cuda_graph", text(!c.cuda_graph)}};
-  s.accelerator = c.on_gpu ? "cuda" : "cpu";
+  s.accelerator = c.on_gpu ? Accelerator::kCuda : Accelerator::kCpu;
   s.world_size = c.devices;
   s.epochs = c.epochs;
   s.optimizer_steps = p.counts.optimizer_steps;

@@ -160,7 +160,7 @@ TEST(WorkloadCounts, ReadsASummary) {
   EXPECT_TRUE(w.cuda_graph);
 
   RunSummary gpu = summary;
-  gpu.accelerator = "cuda";
+  gpu.accelerator = Accelerator::kCuda;
   gpu.options.emplace_back("accelerator", "auto");  // what was asked; the summary says what ran
   gpu.options.emplace_back("no_cuda_graph", "true");
   const WorkloadConfig g = workload_from_summary(gpu);

@@ -24,8 +24,8 @@ RunSummary two_rank_summary() {
   apply_option(config, "lr", "0.001");
   RunSummary s;
   s.options = resolved_options(config);
-  s.accelerator = "cpu";
-  s.strategy = "ddp";
+  s.accelerator = Accelerator::kCpu;
+  s.strategy = Strategy::kDdp;
   s.world_size = 2;
   s.hosts = {"node1", "node2"};
   s.epochs = 3;
@@ -282,18 +282,18 @@ TEST(RunSummary, TheThreadCensusRoundTripsAndAnOlderSummaryHasNone) {
 // than the field.
 TEST(RunSummary, TheGradientTransportRoundTripsAndAnOlderSummaryReadsAsMpi) {
   RunSummary s = two_rank_summary();
-  s.gradient_transport = "nccl";
+  s.gradient_transport = GradientTransport::kNccl;
   const nlohmann::ordered_json j = to_json(s);
   EXPECT_EQ(j["gradient_transport"], "nccl");
   EXPECT_TRUE(read_back(j) == s);
   RunSummary other = s;
-  other.gradient_transport = "mpi";
+  other.gradient_transport = GradientTransport::kMpi;
   EXPECT_FALSE(read_back(j) == other);
   nlohmann::ordered_json older = j;
   older.erase("gradient_transport");
-  EXPECT_EQ(read_back(older).gradient_transport, "mpi");
+  EXPECT_EQ(read_back(older).gradient_transport, GradientTransport::kMpi);
   older["world_size"] = 1;
-  EXPECT_EQ(read_back(older).gradient_transport, "none");
+  EXPECT_EQ(read_back(older).gradient_transport, GradientTransport::kNone);
 }
 
 TEST(RunSummary, EveryRankCountsItsThreadsNearTheEndOfTraining) {

@@ -98,7 +98,7 @@ TEST_P(Zero1Equivalence, TrainsAsPlainDdp) {
   const Trained a = train(zero1);
   const Trained b = train(ddp);
   expect_same_training(a.params, b.params);
-  EXPECT_EQ(a.stats.strategy, "ddp_zero1");
+  EXPECT_EQ(a.stats.strategy, Strategy::kDdpZero1);
   // Training moved the parameters: the comparison is not of two initialisations.
   RegressionModel initial(ddp);
   const auto p = initial.network().params();

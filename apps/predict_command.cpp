@@ -102,6 +102,11 @@ int largest_run(const nlohmann::json& doctor) {
   return largest;
 }
 
+// A configuration's devices, or where it says auto, the most the doctor ran.
+int devices_of(const Config& config, const nlohmann::json& doctor) {
+  return config.trainer.devices > 0 ? config.trainer.devices : largest_run(doctor);
+}
+
 // The option table's snake_case name for a name as typed: "no-shuffle" and "no_shuffle" are "shuffle".
 std::string table_key(std::string name) {
   std::replace(name.begin(), name.end(), '_', '-');
@@ -187,10 +192,12 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   if (config_block == doctor.end()) throw DataError(fmt::format("{} has no \"config\" block", o.from));
   if (!config_block->is_object()) throw DataError(fmt::format("{}: \"config\" is not a JSON object", o.from));
   ModelParameters model;
+  Config recorded;  // the doctor's configuration
   WorkloadConfig own;
   try {
     model = model_from_json(*model_block);
-    own = workload_from_config(*config_block, largest_run(doctor));
+    recorded = typed_config(options_from_json(nlohmann::ordered_json(*config_block)), "\"config\"");
+    own = workload_for(recorded, devices_of(recorded, doctor));
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", o.from, e.what()));
   }
@@ -211,14 +218,11 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
       f.not_modelled.push_back(shown);
     }
   }
-  const nlohmann::ordered_json asked_json = config_json(resolved_options(asked));
-  nlohmann::json merged = *config_block;
-  for (const std::string& key : given) merged[key] = asked_json[key];
-  try {
-    f.config = workload_from_config(merged, largest_run(doctor));
-  } catch (const DataError& e) {
-    throw DataError(fmt::format("{}: {}", o.from, e.what()));
+  Config merged = recorded;
+  for (const auto& [key, text] : resolved_options(asked)) {
+    if (std::find(given.begin(), given.end(), key) != given.end()) apply_option(merged, key, text);
   }
+  f.config = workload_for(merged, devices_of(merged, doctor));
   // The doctor's measurements used its probe; a prediction runs without it unless asked.
   if (std::find(given.begin(), given.end(), "monitor_mode") == given.end()) f.config.monitor_per_step = false;
   // The prices are the doctor's device's: a CPU's do not price a GPU's step, nor the reverse.

@@ -53,8 +53,8 @@ void plan_monitor_ablation(const TrainerOptions& t, std::vector<Ablation>& out) 
                    Phase::kMonitor, false, [](Config& c) { c.trainer.monitor_mode = MonitorMode::kBackground; }});
   } else if (t.monitor_interval_ms > 0) {
     out.push_back({"monitor-per-step",
-                   "the seed's habit: initialise the utilization probe, read, shut it down, in every step", "", "", std::nullopt,
-                   false, [](Config& c) { c.trainer.monitor_mode = MonitorMode::kPerStep; }});
+                   "the seed's habit: initialise the utilization probe, read, shut it down, in every step", "", "",
+                   std::nullopt, false, [](Config& c) { c.trainer.monitor_mode = MonitorMode::kPerStep; }});
   }
 }
 
@@ -62,17 +62,17 @@ void plan_monitor_ablation(const TrainerOptions& t, std::vector<Ablation>& out) 
 void plan_size_ablations(const Config& config, std::vector<Ablation>& out) {
   for (const int64_t batch : {16, 64, 1024}) {
     if (batch == config.data.batch_size) continue;
-    out.push_back({fmt::format("batch={}", batch), fmt::format("per-device batch size {}", batch), "", "", std::nullopt, false,
-                   [batch](Config& c) { c.data.batch_size = batch; }});
+    out.push_back({fmt::format("batch={}", batch), fmt::format("per-device batch size {}", batch), "", "", std::nullopt,
+                   false, [batch](Config& c) { c.data.batch_size = batch; }});
   }
   for (const int64_t width : {64, 1024}) {
     if (width == config.model.hidden_size) continue;
-    out.push_back({fmt::format("width={}", width), fmt::format("hidden layers {} wide", width), "", "", std::nullopt, false,
-                   [width](Config& c) { c.model.hidden_size = width; }});
+    out.push_back({fmt::format("width={}", width), fmt::format("hidden layers {} wide", width), "", "", std::nullopt,
+                   false, [width](Config& c) { c.model.hidden_size = width; }});
   }
   for (const int64_t extra : {4, 8}) {
-    out.push_back({fmt::format("layers+{}", extra), fmt::format("{} extra hidden layers", extra), "", "", std::nullopt, false,
-                   [extra](Config& c) { c.model.hidden_layers += extra; }});
+    out.push_back({fmt::format("layers+{}", extra), fmt::format("{} extra hidden layers", extra), "", "", std::nullopt,
+                   false, [extra](Config& c) { c.model.hidden_layers += extra; }});
   }
 }
 
@@ -133,11 +133,11 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
     if (t.sync_every_micro_batch) {
       out.push_back({"no_sync", "gradients communicated only on the micro-batch that steps the optimizer",
                      "All-reducing gradients on every micro-batch during accumulation",
-                     "Keep Lightning's no_sync during accumulation (drop `--sync-every-micro-batch`).", Phase::kCommWait,
-                     true, [](Config& c) { c.trainer.sync_every_micro_batch = false; }});
+                     "Keep Lightning's no_sync during accumulation (drop `--sync-every-micro-batch`).",
+                     Phase::kCommWait, true, [](Config& c) { c.trainer.sync_every_micro_batch = false; }});
     } else {
-      out.push_back({"sync-every-micro-batch", "gradients all-reduced on every micro-batch (no_sync off)", "", "", std::nullopt,
-                     true, [](Config& c) { c.trainer.sync_every_micro_batch = true; }});
+      out.push_back({"sync-every-micro-batch", "gradients all-reduced on every micro-batch (no_sync off)", "", "",
+                     std::nullopt, true, [](Config& c) { c.trainer.sync_every_micro_batch = true; }});
     }
   }
   if (max_devices > 1 && !zero1) {
@@ -147,8 +147,8 @@ std::vector<Ablation> plan_ablations(const Config& config, int max_devices) {
                      "Overlap communication with backward (drop `--no-overlap`).", Phase::kCommWait, true,
                      [](Config& c) { c.trainer.no_overlap = false; }});
     } else {
-      out.push_back({"no-overlap", "one allreduce after backward instead of per bucket during it", "", "", std::nullopt, true,
-                     [](Config& c) { c.trainer.no_overlap = true; }});
+      out.push_back({"no-overlap", "one allreduce after backward instead of per bucket during it", "", "", std::nullopt,
+                     true, [](Config& c) { c.trainer.no_overlap = true; }});
     }
   }
   if (max_devices > 1 && !t.sync_every_micro_batch) plan_strategy_ablation(config, max_devices, out);
@@ -199,7 +199,8 @@ std::vector<Ablation> plan_catalogue_ablations(const Config& config, int max_dev
     out.push_back(
         {fmt::format("threads-per-device={}", fair),
          fmt::format("{} threads per device, the fair share of {} cores among {} ranks", fair, cores, ranks_per_host),
-         "", "", std::nullopt, t.threads_per_device <= cores, [fair](Config& c) { c.trainer.threads_per_device = fair; }});
+         "", "", std::nullopt, t.threads_per_device <= cores,
+         [fair](Config& c) { c.trainer.threads_per_device = fair; }});
   }
   const int workers = config.data.loader_workers;
   if (workers > 0 && cores >= ranks_per_host * (t.threads_per_device + workers + 1)) {

@@ -34,9 +34,7 @@ void habit_findings(const FindingInputs& in, std::vector<Finding>& out) {
     if (a.habit.empty() || !a.run.ok || a.baseline == nullptr || !a.baseline->ok) continue;
     // A habit without a phase of its own (the eager launches spread over every phase) is
     // charged its whole difference in wall time, start-up aside.
-    const auto spent = [&](const RunRecord& r) {
-      return a.phase ? r.phase(*a.phase) : r.wall_seconds - r.startup();
-    };
+    const auto spent = [&](const RunRecord& r) { return a.phase ? r.phase(*a.phase) : r.wall_seconds - r.startup(); };
     const std::string where = a.phase ? fmt::format("the {} phase", phase_name(*a.phase)) : "training (start-up aside)";
     const double cost = spent(*a.baseline) - spent(a.run);
     const double share = cost / a.baseline->wall_seconds;

@@ -19,39 +19,6 @@ void require_positive(int64_t value, const char* name) {
   if (value < 1) throw UsageError(fmt::format("{}: '{}' is not accepted; expected an integer >= 1", name, value));
 }
 
-const nlohmann::json* field(const nlohmann::json& object, const char* key) {
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-int64_t integer_field(const nlohmann::json& value, const char* key) {
-  if (!value.is_number_integer() && !value.is_number_unsigned()) {
-    throw DataError(fmt::format("field \"{}\" is {}, expected an integer", key, value.dump()));
-  }
-  return value.get<int64_t>();
-}
-
-void read_integer(const nlohmann::json& config, const char* key, int64_t& out) {
-  if (const nlohmann::json* value = field(config, key)) out = integer_field(*value, key);
-}
-
-void read_bool(const nlohmann::json& config, const char* key, bool& out) {
-  if (const nlohmann::json* value = field(config, key)) {
-    if (!value->is_boolean())
-      throw DataError(fmt::format("config field \"{}\" is {}, expected true or false", key, value->dump()));
-    out = value->get<bool>();
-  }
-}
-
-// "accelerator", where `object` has it: whether it is "cuda". `what` names the object in errors.
-void read_on_gpu(const nlohmann::json& object, const char* what, bool& on_gpu) {
-  const nlohmann::json* accelerator = field(object, "accelerator");
-  if (!accelerator) return;
-  if (!accelerator->is_string())
-    throw DataError(fmt::format("{} \"accelerator\" is {}, expected a string", what, accelerator->dump()));
-  on_gpu = accelerator->get<std::string>() == "cuda";
-}
-
 }  // namespace
 
 int64_t validation_samples_for_rank(int64_t dataset_size, int devices, int rank) {
@@ -139,49 +106,6 @@ WorkloadConfig workload_for(const Config& config, int devices) {
   w.monitor_per_step = t.monitor_mode == MonitorMode::kPerStep;
   w.on_gpu = t.accelerator == Accelerator::kCuda;
   w.cuda_graph = !t.no_cuda_graph;
-  return w;
-}
-
-WorkloadConfig workload_from_config(const nlohmann::json& config, int default_devices) {
-  if (!config.is_object()) throw DataError("\"config\" is not a JSON object");
-  WorkloadConfig w;
-  w.devices = default_devices;
-  if (const nlohmann::json* devices = field(config, "devices"); devices && devices->is_number()) {
-    w.devices = static_cast<int>(integer_field(*devices, "devices"));
-  }
-  read_integer(config, "dataset_size", w.dataset_size);
-  read_integer(config, "batch_size", w.batch_size);
-  read_integer(config, "input_dim", w.input_dim);
-  read_integer(config, "hidden_size", w.hidden_size);
-  read_integer(config, "hidden_layers", w.hidden_layers);
-  read_integer(config, "output_dim", w.output_dim);
-  read_integer(config, "max_epochs", w.epochs);
-  read_integer(config, "accumulate_grad_batches", w.accumulate_grad_batches);
-  read_integer(config, "log_every_n_steps", w.log_every_n_steps);
-  read_integer(config, "check_val_every_n_epoch", w.check_val_every_n_epoch);
-  if (const nlohmann::json* limit = field(config, "limit_train_batches")) {
-    if (!limit->is_number())
-      throw DataError(fmt::format("config field \"limit_train_batches\" is {}, expected a number", limit->dump()));
-    // summary.json writes a count as an integer and a fraction with a decimal point.
-    w.limit_train_batches_is_count = !limit->is_number_float();
-    w.limit_train_batches = limit->get<double>();
-  }
-  if (const nlohmann::json* cap = field(config, "bucket_cap_mb")) {
-    if (!cap->is_number())
-      throw DataError(fmt::format("config field \"bucket_cap_mb\" is {}, expected a number", cap->dump()));
-    w.bucket_cap_mb = cap->get<double>();
-  }
-  read_bool(config, "sync_every_micro_batch", w.sync_every_micro_batch);
-  if (const nlohmann::json* mode = field(config, "monitor_mode")) {
-    if (!mode->is_string())
-      throw DataError(fmt::format("config field \"monitor_mode\" is {}, expected a string", mode->dump()));
-    w.monitor_per_step = mode->get<std::string>() == "per-step";
-  }
-  // A config's "accelerator" may be "auto"; a summary's top-level one says what ran.
-  read_on_gpu(config, "config field", w.on_gpu);
-  bool no_cuda_graph = false;
-  read_bool(config, "no_cuda_graph", no_cuda_graph);
-  w.cuda_graph = !no_cuda_graph;
   return w;
 }
 

@@ -8,8 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace ddp {
 
 struct Config;      // train/config.h
@@ -89,16 +87,8 @@ WorkloadConfig workload_from_summary(const RunSummary& summary);
 // limit_train_batches is a count or a fraction is the configuration's flag, not a guess.
 WorkloadConfig workload_for(const Config& config, int devices);
 
-// A workload from a "config" object (summary.json's or doctor.json's): max_epochs for the
-// epochs; devices from "devices" when it is a number, else `default_devices`. Missing keys keep
-// WorkloadConfig's defaults; a key of the wrong type throws DataError. For files only (a
-// doctor.json's config read back by predict, a run's summary.json): the option table prints a
-// limit_train_batches count without a point and a fraction with one, so there the JSON number's
-// kind is the flag.
-WorkloadConfig workload_from_config(const nlohmann::json& config, int default_devices = 1);
-
-// Whether workload_from_config reads this "config" key (snake_case): the options whose value
-// changes the work, and so the scaling model's time.
+// Whether workload_for reads this option (snake_case): the options whose value changes the
+// work, and so the scaling model's time.
 bool is_workload_key(std::string_view key);
 
 }  // namespace ddp

@@ -243,7 +243,7 @@ PhaseSeconds RunSummary::mean_phases() const {
   return mean;
 }
 
-Config RunSummary::typed_config() const {
+Config typed_config(const OptionTexts& options, std::string_view where) {
   Config config;
   for (const auto& [key, text] : options) {
     try {
@@ -252,10 +252,18 @@ Config RunSummary::typed_config() const {
       else
         apply_option(config, key, text);
     } catch (const UsageError& e) {
-      throw DataError(fmt::format("summary.json config field \"{}\": {}", key, e.what()));
+      throw DataError(fmt::format("{} field \"{}\": {}", where, key, e.what()));
     }
   }
   return config;
+}
+
+Config RunSummary::typed_config() const { return ddp::typed_config(options, "summary.json config"); }
+
+OptionTexts options_from_json(const Json& config) {
+  OptionTexts options;
+  for (const auto& [key, value] : config.items()) options.emplace_back(key, option_text(value));
+  return options;
 }
 
 bool operator==(const HostLoad& a, const HostLoad& b) {
@@ -367,7 +375,7 @@ void from_json(const Json& j, RunSummary& s) {
   s.version = read<std::string>(j, "version", where);
   const Json& config = member(j, "config", where);
   if (!config.is_object()) throw DataError(fmt::format("{} field \"config\" is not a JSON object", where));
-  for (const auto& [key, value] : config.items()) s.options.emplace_back(key, option_text(value));
+  s.options = options_from_json(config);
   s.accelerator = read_spelling<Accelerator>(j, "accelerator", where, "cpu or cuda");
   s.strategy = read_spelling<Strategy>(j, "strategy", where, "single, ddp or ddp_zero1");
   s.world_size = static_cast<int>(read<int64_t>(j, "world_size", where));

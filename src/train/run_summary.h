@@ -118,7 +118,7 @@ struct RunSummary {
   EpochSpread steady_epochs;
 
   double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
-  PhaseSeconds mean_phases() const;                // over ranks: summary.json's "phases"
+  PhaseSeconds mean_phases() const;  // over ranks: summary.json's "phases"
   double mean_phase(Phase phase) const { return mean_phases()[static_cast<std::size_t>(phase)]; }
   // The options as a Config, each through the option table's own parser (so a
   // limit_train_batches with a point is a fraction, without one a count). Throws DataError
@@ -137,5 +137,13 @@ void from_json(const nlohmann::ordered_json& j, RunSummary& summary);
 // The options as summary.json's "config" object (also embedded by checkpoints' and the
 // doctor's files): numbers and booleans become JSON numbers and booleans.
 nlohmann::ordered_json config_json(const OptionTexts& options);
+
+// Such a "config" object read back: strings as they are, numbers and booleans as JSON writes
+// them (a count without a point, a fraction with one, as the option table prints them).
+OptionTexts options_from_json(const nlohmann::ordered_json& config);
+
+// Options as a Config, each through the option table's own parser. Throws DataError naming
+// `where`'s field that is unknown or not accepted.
+Config typed_config(const OptionTexts& options, std::string_view where);
 
 }  // namespace ddp

@@ -349,9 +349,8 @@ TEST(ScalingModel, FitOfOneRunPutsComputeIntoTheRate) {
   const ModelParameters fitted = fit_model({summary}, AllreduceFit{});
   EXPECT_EQ(fitted.fixed_seconds_per_step, 0.0);
   const Prediction p = predict(fitted, c);
-  const double measured =
-      summary.phases_per_rank[0][static_cast<std::size_t>(Phase::kForward)] +
-      summary.phases_per_rank[0][static_cast<std::size_t>(Phase::kBackward)];
+  const double measured = summary.phases_per_rank[0][static_cast<std::size_t>(Phase::kForward)] +
+                          summary.phases_per_rank[0][static_cast<std::size_t>(Phase::kBackward)];
   expect_relative(
       p.phases[static_cast<std::size_t>(Phase::kForward)] + p.phases[static_cast<std::size_t>(Phase::kBackward)],
       measured, "compute");

@@ -220,7 +220,8 @@ TEST(WorkloadFor, AgreesWithTheConfigAsWrittenToSummaryJson) {
     apply_option(config, "accumulate-grad-batches", "3");
     apply_option(config, "sync-every-micro-batch", "true");
     const WorkloadConfig typed = workload_for(config, 2);
-    const WorkloadConfig read = workload_from_config(nlohmann::json(config_json(resolved_options(config))), 2);
+    const Config written = typed_config(options_from_json(config_json(resolved_options(config))), "config");
+    const WorkloadConfig read = workload_for(written, 2);
     EXPECT_EQ(typed.limit_train_batches_is_count, read.limit_train_batches_is_count) << limit;
     EXPECT_DOUBLE_EQ(typed.limit_train_batches, read.limit_train_batches) << limit;
     const WorkloadCounts a = count_workload(typed), b = count_workload(read);

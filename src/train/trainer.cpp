@@ -12,14 +12,9 @@
 #include "base/stop_signal.h"
 #include "data/sampler.h"
 #include "ddpscope/error.h"
-#include "dist/gather.h"
 #include "dist/launcher.h"
-#include "observe/thread_census.h"
-#include "observe/trace_writer.h"
 #include "tensor/gemm.h"
-#include "train/gather_stats.h"
 #include "train/stop_agreement.h"
-#include "train/trace_size.h"
 #include "train/trainer_run.h"
 #include "train/validation_means.h"
 
@@ -113,56 +108,6 @@ EpochPlan Trainer::Run::rank_epoch_plan() const {
                     options_.accumulate_grad_batches);
 }
 
-// Spans for every phase switch and allreduce, in buffers sized for the whole run up front.
-void Trainer::Run::start_trace() {
-  const EpochPlan plan = rank_epoch_plan();
-  const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
-  const TraceSize size = trace_size(plan, epochs, static_cast<int64_t>(reducer_->num_buckets()));
-  spans_ = std::make_unique<SpanBuffer>(static_cast<std::size_t>(size.step_spans));
-  clock_.record_spans(spans_.get());
-  reducer_->record_spans(spans_.get());
-  train_loader_->record_spans(static_cast<std::size_t>(size.fill_spans));
-  // Rank r's clock + offset = rank zero's clock, read right after a barrier on every rank
-  // (accurate to the barrier's exit skew, microseconds; on one machine the clocks agree).
-  if (comm_.size() > 1) {
-    comm_.barrier();
-    const std::vector<double> now = comm_.allgather(static_cast<double>(steady_now_ns()));
-    clock_offset_ns_ = static_cast<int64_t>(now[0] - now[comm_.rank()]);
-  }
-}
-
-// Arrivals at every gradient collective, in a buffer sized for the whole run up front; its
-// origin is taken after a barrier when training starts (fit).
-void Trainer::Run::start_arrivals() {
-  const EpochPlan plan = rank_epoch_plan();
-  const int64_t syncs = options_.sync_every_micro_batch ? plan.micro_batches : plan.optimizer_steps;
-  const int64_t per_sync = arrivals_per_sync();
-  const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
-  constexpr int64_t kMaxArrivals = int64_t{1} << 22;  // 32 MB: beyond it arrivals are counted, not kept
-  const int64_t planned = epochs < 0 ? kMaxArrivals : epochs * syncs * per_sync + per_sync;
-  arrivals_ = std::make_unique<ArrivalBuffer>(static_cast<std::size_t>(std::min(planned, kMaxArrivals)));
-  reducer_->record_arrivals(arrivals_.get());
-}
-
-// ZeRO-1's arrival is at its one reduce-scatter per optimizer step; DDP's at each bucket.
-int64_t Trainer::Run::arrivals_per_sync() const {
-  return shard_->sharded() ? 1 : static_cast<int64_t>(reducer_->collectives_per_sync());
-}
-
-// The ranks' common clock for arrivals: each rank's steady time right after one barrier,
-// which agrees within the barrier's exit skew on any cluster. Ranks on one host share the
-// steady clock itself, so there they take rank zero's origin and agree exactly: on a busy
-// host the exit skew reaches milliseconds, as much as the lags being measured.
-void Trainer::Run::start_arrival_clock() {
-  comm_.barrier();
-  const auto origin = static_cast<uint64_t>(steady_now_ns());
-  const std::vector<uint64_t> origins = comm_.allgather(origin);
-  const std::vector<uint64_t> hosts =
-      comm_.allgather(static_cast<uint64_t>(std::hash<std::string>{}(comm_.host_name())));
-  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](uint64_t h) { return h == hosts[0]; });
-  arrivals_->set_origin(static_cast<int64_t>(one_host ? origins[0] : origin));
-}
-
 void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
   StopSignals signals;
   setup(module, data);
@@ -170,9 +115,9 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
     if (is_global_zero()) print_nothing_left(options_, start_point_);
     return;
   }
-  sched_start_ = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
-  host_load_start_ = take_host_load_snapshot();
-  if (arrivals_) start_arrival_clock();
+  recording_.sched_start = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
+  recording_.host_load_start = take_host_load_snapshot();
+  if (recording_.arrivals) start_arrival_clock();
   try {
     for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++start_point_.epoch) {
       const bool completed = train_epoch(module);
@@ -256,7 +201,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
     if (step_optimizer) {
       if (shard_->sharded()) {
         clock_.enter(Phase::kCommWait);
-        if (arrivals_) arrivals_->add(steady_now_ns());
+        if (recording_.arrivals) recording_.arrivals->add(steady_now_ns());
         shard_->reduce_scatter_mean(net.grads());
       }
       clock_.enter(Phase::kOptimizer);
@@ -385,80 +330,6 @@ void Trainer::Run::stop_if_signalled(LightningModule& module, int64_t epoch, int
   throw StopRequested(signal, fmt::format("stopped by {} at epoch {}, optimizer step {}; the checkpoint {} holds the "
                                           "position. Resume with the same options and --ckpt-path {}",
                                           signal_name(signal), epoch, global_step(), path, path));
-}
-
-void Trainer::Run::finish(LightningModule& module) {
-  if (gpu_) copy_gpu_to_host(module);
-  progress_.finish();
-  if (stats_.final_train_loss) {
-    stats_.final_train_loss = global_mean({{"train_loss", *stats_.final_train_loss}})[0].second;
-  }
-  clock_.enter(Phase::kLogging);
-  device_phases_.attribute(clock_);  // a GPU's timed steps (nothing on CPU)
-  stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  stats_.steady_epochs = steady_epochs_.spread();
-  stats_.world_size = comm_.size();
-  const Strategy ran = options_.strategy == Strategy::kDdpZero1 ? Strategy::kDdpZero1
-                       : comm_.size() > 1                       ? Strategy::kDdp
-                       : options_.strategy == Strategy::kAuto   ? Strategy::kSingle
-                                                                : options_.strategy;
-  stats_.strategy = ran;
-  stats_.accelerator = gpu_ ? Accelerator::kCuda : Accelerator::kCpu;
-  stats_.gradient_transport = gpu_transport_ == GradTransport::kNccl ? GradientTransport::kNccl
-                              : comm_.size() > 1                     ? GradientTransport::kMpi
-                                                                     : GradientTransport::kNone;
-  stats_.training_flops_per_sample = module.network().training_flops_per_sample();
-  // Counted while the loader, OpenMP and monitor threads of training still run; gathered after
-  // the phases, so that no rank's phases include waiting at this collective.
-  const ThreadCensus census = take_thread_census();
-  const std::vector<PhaseCalls> phase_calls =
-      gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
-  gather_thread_census(comm_, census, stats_);
-  gather_sched_stats(comm_, sched_start_, stats_);
-  gather_host_load(comm_, host_load_start_, stats_);
-  if (arrivals_) gather_arrivals(comm_, *arrivals_, arrivals_per_sync(), stats_);
-
-  // The end sample, taken before the summary and the trace are written, and logged: every
-  // run, however short, ends with a device_<rank>_utilization row in its metrics.
-  utilization_->stop();
-  const Metrics utilization = utilization_->gather_latest(comm_);
-  if (!utilization.empty()) {
-    // After the last epoch the loop's counter is one past it.
-    const int64_t last_epoch = options_.max_epochs >= 0 ? std::min(epoch(), options_.max_epochs - 1) : epoch();
-    outputs_.log_metrics(utilization, last_epoch, std::max<int64_t>(global_step() - 1, 0));
-    outputs_.flush();
-  }
-  stats_.utilization_per_rank = utilization_->gather_series(comm_, start_);
-  if (options_.profiler == Profiler::kTrace) write_trace();
-  // The model-FLOP share's denominator: this GPU's measured GEMM peak (else, in finish, the core's).
-  if (gpu_ && comm_.rank() == 0) stats_.gemm_peak_flops_per_second = gpu_->gemm_peak_flops();
-  check_final_parameters(module.network());
-  outputs_.finish(module.network(), stats_, phase_calls);
-}
-
-// Every rank's spans at rank zero, aligned to rank zero's clock, written as trace.json. Each
-// copy is let go as soon as the next is made: a long run's spans are tens of megabytes.
-void Trainer::Run::write_trace() {
-  RankTrace mine;
-  mine.rank = comm_.rank();
-  mine.host = comm_.host_name();
-  mine.clock_offset_ns = clock_offset_ns_;
-  mine.dropped = spans_->dropped() + train_loader_->spans_dropped();
-  mine.spans = std::move(*spans_).release();
-  const std::vector<Span> fills = train_loader_->spans();
-  mine.spans.insert(mine.spans.end(), fills.begin(), fills.end());  // the loader threads' track
-  mine.utilization = utilization_->points();
-  std::vector<std::byte> part = serialize_rank_trace(mine);
-  mine = {};
-  std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(comm_, part);
-  part = {};
-  if (!is_global_zero()) return;
-  std::vector<RankTrace> ranks;
-  for (auto& gathered : parts) {
-    ranks.push_back(deserialize_rank_trace(gathered));
-    gathered = {};
-  }
-  outputs_.write_trace(ranks, steady_ns(start_));
 }
 
 Trainer::Trainer(TrainerOptions options, World world, Hparams hparams)

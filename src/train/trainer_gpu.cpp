@@ -187,8 +187,8 @@ void Trainer::Run::read_gpu_losses() {
   const std::vector<double> sums = gpu_->epoch_sum_squares();
   if (const std::optional<DeviceStepMarks> marks = gpu_->take_timed_step()) {
     device_phases_.add_timed(device_step_times(*marks));
-    if (spans_) {
-      for (const Span& span : device_step_spans(*marks)) spans_->add(span);
+    if (recording_.spans) {
+      for (const Span& span : device_step_spans(*marks)) recording_.spans->add(span);
     }
   }
   time_next_gpu_step_ = true;

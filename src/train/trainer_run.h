@@ -1,6 +1,7 @@
 #pragma once
-// The Trainer's run (one fit()): its state and steps, shared by the CPU loop (trainer.cpp)
-// and the GPU's (trainer_gpu.cpp). Private to src/train.
+// The Trainer's run (one fit()): its state and steps, shared by the CPU loop (trainer.cpp),
+// the GPU's (trainer_gpu.cpp) and what both record and end with (trainer_records.cpp).
+// Private to src/train.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -109,11 +110,14 @@ class Trainer::Run {
   std::unique_ptr<GradReducer> reducer_;   // a no-op on one rank
   std::function<void(int64_t)> layer_hook_;
   std::unique_ptr<UtilizationWatch> utilization_;
-  std::unique_ptr<SpanBuffer> spans_;  // with --profiler trace
-  int64_t clock_offset_ns_ = 0;
-  std::optional<SchedSnapshot> sched_start_;         // this thread's, as training starts
-  std::optional<HostLoadSnapshot> host_load_start_;  // the host's cores and this process, as training starts
-  std::unique_ptr<ArrivalBuffer> arrivals_;          // with more than one rank
+  // What the run records as it trains, for its summary and trace (trainer_records.cpp).
+  struct Recording {
+    std::unique_ptr<SpanBuffer> spans;                // with --profiler trace
+    int64_t clock_offset_ns = 0;                      // rank r's clock + offset = rank zero's
+    std::optional<SchedSnapshot> sched_start;         // this thread's, as training starts
+    std::optional<HostLoadSnapshot> host_load_start;  // the host's cores and this process, as training starts
+    std::unique_ptr<ArrivalBuffer> arrivals;          // with more than one rank
+  } recording_;
   // On a GPU: the device's copy of the parameters and the optimizer's state (the host's are
   // brought up to date by copy_gpu_to_host); null on CPU.
   std::unique_ptr<GpuTraining> gpu_;

@@ -19,8 +19,8 @@ StepOp on(StepStream stream, StepWork work, int64_t bucket, int event = -1) {
 std::vector<StepOp> plan_gpu_step(const std::vector<GradBucket>& buckets, int64_t num_layers, int64_t micro_batches,
                                   GradTransport transport) {
   DDP_CHECK_GE(micro_batches, int64_t{1});
-  const bool communicates = transport != GradTransport::kNone;
-  if (communicates) {
+  DDP_CHECK(transport != GradTransport::kHostMpi, "a step through the host is not planned");
+  if (transport == GradTransport::kNccl) {
     DDP_CHECK(!buckets.empty() && buckets.front().last_layer == num_layers - 1 && buckets.back().first_layer == 0,
               "buckets must cover every layer, in backward order");
   }
@@ -43,14 +43,9 @@ std::vector<StepOp> plan_gpu_step(const std::vector<GradBucket>& buckets, int64_
       }
     }
   }
-  const auto num_buckets = static_cast<int64_t>(buckets.size());
   if (transport == GradTransport::kNccl) {
     ops.push_back(on(StepStream::kComm, StepWork::kRecord, -1, done_event));
     ops.push_back(on(StepStream::kCompute, StepWork::kWait, -1, done_event));
-  } else if (transport == GradTransport::kHostMpi) {
-    for (int64_t b = 0; b < num_buckets; ++b) ops.push_back(on(StepStream::kCompute, StepWork::kCopyToHost, b));
-    for (int64_t b = 0; b < num_buckets; ++b) ops.push_back(on(StepStream::kHost, StepWork::kAllreduce, b));
-    for (int64_t b = 0; b < num_buckets; ++b) ops.push_back(on(StepStream::kCompute, StepWork::kCopyToDevice, b));
   }
   ops.push_back(compute(StepWork::kOptimizer, -1));
   return ops;
@@ -66,17 +61,6 @@ std::vector<std::vector<int64_t>> allreduces_after_layer(const std::vector<StepO
     }
   }
   return after;
-}
-
-std::vector<OpRange> device_parts(const std::vector<StepOp>& ops) {
-  std::vector<OpRange> parts;
-  std::size_t begin = 0;
-  for (std::size_t i = 0; i <= ops.size(); ++i) {
-    if (i < ops.size() && ops[i].stream != StepStream::kHost) continue;
-    if (i > begin) parts.push_back({begin, i});
-    begin = i + 1;
-  }
-  return parts;
 }
 
 }  // namespace ddp

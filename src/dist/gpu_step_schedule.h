@@ -16,10 +16,10 @@
 // The comm stream forks from compute and joins it again (e_done) inside the step, which is
 // what stream capture requires, so the whole step is one graph: one launch per step.
 //
-// With kHostMpi (ranks sharing a GPU: NCCL refuses) a reduction is an MPI call on the host,
-// which no graph can hold: the device part before it ends with each bucket's copy to host
-// memory, the host waits for it and all-reduces the buckets, and a second device part
-// copies them back and steps the optimizer. With kNone (one rank) nothing is communicated.
+// With kNone (one rank) nothing is communicated. kHostMpi (ranks sharing a GPU: NCCL refuses)
+// is no plan: an MPI call on the host fits in no graph, so the engine steps through the host
+// as a whole (GpuTrainStep::step_through_host: the gradient copied out once, averaged, copied
+// back).
 #include <cstdint>
 #include <vector>
 
@@ -28,10 +28,9 @@
 
 namespace ddp {
 
-// kHost: the calling thread, after all device work issued before it has finished.
-enum class StepStream { kCompute, kComm, kHost };
+enum class StepStream { kCompute, kComm };
 
-enum class StepWork { kForward, kLoss, kBackward, kRecord, kWait, kAllreduce, kCopyToHost, kCopyToDevice, kOptimizer };
+enum class StepWork { kForward, kLoss, kBackward, kRecord, kWait, kAllreduce, kOptimizer };
 
 struct StepOp {
   StepStream stream = StepStream::kCompute;
@@ -42,21 +41,13 @@ struct StepOp {
   int event = -1;            // kRecord, kWait: the event recorded or waited for
 };
 
-// Requires at least one micro-batch and, for a transport, buckets covering layers
-// 0..num_layers-1 in backward order (plan_buckets).
+// Requires at least one micro-batch, a transport of kNone or kNccl and, for NCCL, buckets
+// covering layers 0..num_layers-1 in backward order (plan_buckets).
 std::vector<StepOp> plan_gpu_step(const std::vector<GradBucket>& buckets, int64_t num_layers, int64_t micro_batches,
                                   GradTransport transport);
 
 // What the GPU engine issues from a NCCL plan: for each layer, the buckets whose allreduce
 // starts right after that layer's backward in the last micro-batch (backward's order).
 std::vector<std::vector<int64_t>> allreduces_after_layer(const std::vector<StepOp>& ops, int64_t num_layers);
-
-// The device parts of a step: [begin, end) ranges of ops between host ops. Each is captured
-// as one CUDA graph and replayed as one launch.
-struct OpRange {
-  std::size_t begin = 0;
-  std::size_t end = 0;
-};
-std::vector<OpRange> device_parts(const std::vector<StepOp>& ops);
 
 }  // namespace ddp

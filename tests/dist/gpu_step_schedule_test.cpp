@@ -1,6 +1,5 @@
-// The GPU step's order of work, checked as CUDA would run it: ops on one stream
-// in issue order, a wait orders its stream after everything before the event's record, and
-// a host op runs once all device work issued before it is done (and before what follows).
+// The GPU step's order of work, checked as CUDA would run it: ops on one stream in issue
+// order, and a wait orders its stream after everything before the event's record.
 #include "dist/gpu_step_schedule.h"
 
 #include <gtest/gtest.h>
@@ -26,20 +25,14 @@ Order happens_before(const std::vector<StepOp>& ops) {
   };
   std::map<StepStream, Set> stream_done;  // what has finished before the stream's next op
   std::map<int, Set> event_done;          // what has finished once an event fires
-  Set issued(n, false);
   Order before(n);
   for (std::size_t i = 0; i < n; ++i) {
     const StepOp& op = ops[i];
     Set& done = stream_done.try_emplace(op.stream, Set(n, false)).first->second;
-    if (op.stream == StepStream::kHost) merge(done, issued);  // the host synchronises first
     if (op.work == StepWork::kWait) merge(done, event_done.at(op.event));
     before[i] = done;
     done[i] = true;  // the stream's next op starts after this one
     if (op.work == StepWork::kRecord) event_done[op.event] = done;
-    issued[i] = true;
-    if (op.stream == StepStream::kHost) {  // what the host issues next starts after it
-      for (auto& [stream, other] : stream_done) merge(other, done);
-    }
   }
   return before;
 }
@@ -97,7 +90,6 @@ TEST(GpuStepSchedule, NcclReducesEachBucketAfterItsOwnLayersOnlySoItOverlapsTheR
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (i != step) EXPECT_TRUE(before[step][i]) << "op " << i << " may still run during the optimizer";
   }
-  EXPECT_EQ(device_parts(ops).size(), 1u);  // one graph, one launch per optimizer step
 }
 
 // What the engine issues from the plan (GpuTrainStep's per-layer callback): each bucket's
@@ -156,29 +148,6 @@ TEST(GpuStepSchedule, OneRankCommunicatesNothing) {
     EXPECT_NE(op.work, StepWork::kAllreduce);
   }
   EXPECT_EQ(ops.size(), static_cast<std::size_t>(k * (2 + s.layers) + 1));
-  EXPECT_EQ(device_parts(ops).size(), 1u);
-}
-
-TEST(GpuStepSchedule, SharedGpusReduceOnTheHostBetweenTwoDeviceParts) {
-  const FiveLayers s;
-  const int64_t k = 2;
-  const auto ops = plan_gpu_step(s.buckets, s.layers, k, GradTransport::kHostMpi);
-  const Order before = happens_before(ops);
-  const auto parts = device_parts(ops);
-  ASSERT_EQ(parts.size(), 2u);
-  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-    const auto bucket = static_cast<int64_t>(b);
-    const std::size_t reduce = work(ops, StepWork::kAllreduce, bucket);
-    EXPECT_EQ(ops[reduce].stream, StepStream::kHost);
-    EXPECT_TRUE(before[reduce][work(ops, StepWork::kCopyToHost, bucket)]);
-    for (int64_t l = 0; l < s.layers; ++l) EXPECT_TRUE(before[reduce][backward(ops, k - 1, l)]);
-    const std::size_t back = work(ops, StepWork::kCopyToDevice, bucket);
-    EXPECT_TRUE(before[back][reduce]);
-    EXPECT_TRUE(before[work(ops, StepWork::kOptimizer)][back]);
-    EXPECT_LT(back, parts[1].end);
-    EXPECT_GE(back, parts[1].begin);
-  }
-  EXPECT_EQ(count(ops, StepWork::kRecord) + count(ops, StepWork::kWait), 0u);  // one stream on the device
 }
 
 }  // namespace

@@ -35,15 +35,15 @@ std::vector<std::vector<int64_t>> seed_epoch_steps() {
 
 // Median microseconds per optimizer step over epochs (each epoch timed from its start to
 // the loss read that ends it).
-double step_us(LtMath math, bool cuda_graph, int epochs) {
+double step_us(Precision precision, bool cuda_graph, int epochs) {
   const MlpShape shape;  // the seed's: 10 -> 3 x 256 -> 1
   Mlp init(shape);
   init.init_like_pytorch(42);
   const auto plan = seed_epoch_steps();
-  const GpuStepConfig config{
+  const GpuStepSpec config{
       .shape = shape,
       .optimizer = {.kind = OptimizerKind::kAdam, .lr = 1e-3},
-      .math = math,
+      .precision = precision,
       .batch_size = kBatch,
       .accumulate = kAccumulate,
       .data = {.kind = GpuDataKind::kRandom, .size = kSamples, .key = stream_key(42, kStreamData)},
@@ -82,8 +82,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "gpu_step_bench: not run: no GPU visible: %s\n", gpus.none_reason.c_str());
     return 3;
   }
-  const double graph = step_us(LtMath::kFp32, true, epochs), eager = step_us(LtMath::kFp32, false, epochs);
-  const double graph_tf32 = step_us(LtMath::kTf32, true, epochs);
+  const double graph = step_us(Precision::k32True, true, epochs), eager = step_us(Precision::k32True, false, epochs);
+  const double graph_tf32 = step_us(Precision::kTf32, true, epochs);
   std::printf(
       "{\"gpu\": \"%s\", \"epochs\": %d, \"steps_per_epoch\": %zu, \"graph_step_us\": %.2f, \"eager_step_us\": %.2f, "
       "\"graph_tf32_step_us\": %.2f, \"eager_over_graph\": %.3f}\n",

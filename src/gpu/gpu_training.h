@@ -5,18 +5,14 @@
 // back only where the Trainer writes them (checkpoints, the run's end). A build without CUDA
 // has nothing to construct: check_accelerator refuses such a run before it starts.
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "ddpscope/layer_layout.h"
 #include "ddpscope/optimizer.h"
-#include "ddpscope/option_enums.h"
-#include "dist/bucket_plan.h"
-#include "gpu/gpu_data_spec.h"
+#include "gpu/gpu_step_spec.h"
 #include "gpu/nccl_comm.h"
 #include "observe/device_step_phases.h"
 
@@ -24,37 +20,10 @@ namespace ddp {
 
 class GpuTrainStep;
 
-struct GpuTrainingSpec {
-  MlpShape shape;
-  OptimizerConfig optimizer;
-  Precision precision = Precision::k32True;
-  bool cuda_graph = true;
-  int64_t batch_size = 0;
-  int64_t accumulate = 1;
-  GpuDataSpec data;             // the dataset, an epoch's samples on one rank and the validation set
-  int64_t max_epoch_steps = 0;  // the optimizer steps of the longest epoch
-  // More than one rank: this rank's GPU (an index among its host's visible ones),
-  // its place in the world (its validation samples are rank, rank + world, ...) and, through
-  // host memory, the ranks' average of a step's gradients, in place.
-  int device = 0;
-  int world = 1, rank = 0;
-  std::function<void(std::span<float>)> reduce_gradients{};
-  // ZeRO-1 (GpuStepConfig's): this rank's range of the parameters, their all-gather through
-  // host memory, or every rank's range's size for NCCL's.
-  int64_t update_begin = 0, update_count = -1;
-  std::function<void(std::span<float>)> gather_params{};
-  std::vector<int> shard_counts{};
-  // Or NCCL (a GPU per rank, or a world of one that asked for it): the communicator's id from
-  // rank 0, the buckets (dist/bucket_plan.h's) and the bound on a wait for the device.
-  std::optional<NcclId> nccl_id{};
-  std::vector<GradBucket> buckets{};
-  double nccl_timeout_s = 0;
-};
-
 class GpuTraining {
  public:
   // Uploads params and the optimizer's state (a fresh one's zeros, or a resumed one's).
-  GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer);
+  GpuTraining(const GpuStepSpec& spec, std::span<const float> params, Optimizer& optimizer);
   GpuTraining(const GpuTraining&) = delete;
   GpuTraining& operator=(const GpuTraining&) = delete;
   ~GpuTraining();

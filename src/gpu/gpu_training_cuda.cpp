@@ -10,53 +10,19 @@
 namespace ddp {
 namespace {
 
-LtMath lt_math(Precision precision) {
-  switch (precision) {
-    case Precision::k32True:
-      return LtMath::kFp32;
-    case Precision::kTf32:
-      return LtMath::kTf32;
-    case Precision::kBf16Mixed:
-      return LtMath::kBf16;
-  }
-  return LtMath::kFp32;
-}
-
-// Also makes spec.device this process's current GPU, before the step allocates anything on it.
-GpuStepConfig step_config(const GpuTrainingSpec& spec) {
-  DDP_CHECK(spec.world > 0 && spec.rank >= 0 && spec.rank < spec.world, "a rank of the world");
+// Makes spec.device this process's current GPU, before the step allocates anything on it.
+void use_device(const GpuStepSpec& spec) {
   DDP_CHECK(spec.world == 1 || spec.reduce_gradients || spec.nccl_id, "more than one rank needs a gradient average");
   check_cuda(cudaSetDevice(spec.device), "cudaSetDevice");
-  return {.shape = spec.shape,
-          .optimizer = spec.optimizer,
-          .math = lt_math(spec.precision),
-          .batch_size = spec.batch_size,
-          .accumulate = spec.accumulate,
-          .data = spec.data,
-          .max_epoch_steps = spec.max_epoch_steps,
-          .cuda_graph = spec.cuda_graph,
-          .reduce_gradients = spec.reduce_gradients,
-          .nccl = nullptr,  // GpuTraining's, once it has joined
-          .buckets = spec.buckets,
-          .nccl_timeout_s = spec.nccl_timeout_s,
-          .update_begin = spec.update_begin,
-          .update_count = spec.update_count,
-          .gather_params = spec.gather_params,
-          .shard_counts = spec.shard_counts,
-          .validation_first = spec.rank,
-          .validation_stride = spec.world};
 }
 
 }  // namespace
 
-GpuTraining::GpuTraining(const GpuTrainingSpec& spec, std::span<const float> params, Optimizer& optimizer)
+GpuTraining::GpuTraining(const GpuStepSpec& spec, std::span<const float> params, Optimizer& optimizer)
     : device_(spec.device) {
-  GpuStepConfig config = step_config(spec);
-  if (spec.nccl_id) {
-    nccl_ = std::make_unique<NcclComm>(*spec.nccl_id, spec.world, spec.rank);
-    config.nccl = nccl_.get();
-  }
-  step_ = std::make_unique<GpuTrainStep>(config, params);
+  use_device(spec);
+  if (spec.nccl_id) nccl_ = std::make_unique<NcclComm>(*spec.nccl_id, spec.world, spec.rank);
+  step_ = std::make_unique<GpuTrainStep>(spec, params, nccl_.get());
   std::vector<std::span<const float>> state;
   for (const auto& [name, buffer] : optimizer.state()) state.emplace_back(buffer);
   step_->load_optimizer_state(state);

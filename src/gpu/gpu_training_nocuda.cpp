@@ -8,7 +8,7 @@ namespace ddp {
 
 class GpuTrainStep {};
 
-GpuTraining::GpuTraining(const GpuTrainingSpec& /*spec*/, std::span<const float> /*params*/, Optimizer& /*optimizer*/) {
+GpuTraining::GpuTraining(const GpuStepSpec& /*spec*/, std::span<const float> /*params*/, Optimizer& /*optimizer*/) {
   DDP_CHECK(false, "a GPU run in a build without CUDA: check_accelerator refuses it first");
 }
 

@@ -34,6 +34,7 @@
 #include "gpu/cuda_stream.h"
 #include "gpu/device_array.h"
 #include "gpu/gpu_samples.h"
+#include "gpu/gpu_step_spec.h"
 #include "gpu/lt_gemm.h"
 #include "gpu/mapped_counter.h"
 #include "gpu/mlp_gpu.h"
@@ -44,37 +45,6 @@
 
 namespace ddp {
 
-struct GpuStepConfig {
-  MlpShape shape;
-  OptimizerConfig optimizer;
-  LtMath math = LtMath::kFp32;
-  int64_t batch_size = 0;       // samples per micro-batch (an epoch's last may have fewer)
-  int64_t accumulate = 1;       // micro-batches per optimizer step (accumulate_grad_batches)
-  GpuDataSpec data;             // the samples; its size: the longest order start_epoch is given
-  int64_t max_epoch_steps = 0;  // the most optimizer steps an epoch takes
-  bool cuda_graph = true;
-  // Set with more than one rank: averages a step's gradients over the ranks, in place, in
-  // host memory (the ranks' allreduce over MPI).
-  std::function<void(std::span<float>)> reduce_gradients{};
-  // Or the ranks' NCCL communicator (not owned), which averages them on the device in these
-  // buckets (plan_buckets's: backward's order); the host's waits for the device give up after
-  // nccl_timeout_s.
-  NcclComm* nccl = nullptr;
-  std::vector<GradBucket> buckets{};
-  double nccl_timeout_s = 0;
-  // ZeRO-1 (--strategy ddp_zero1): the optimizer updates only this rank's parameters
-  // [update_begin, update_begin + update_count), with state of that size, after the ranks'
-  // reduce-scatter left their mean gradient there; then the others' ranges are gathered into
-  // the whole parameters. Through host memory, reduce_gradients and gather_params are those
-  // two; over NCCL, its reduce_scatter_mean and allgather_ranges over shard_counts (every
-  // rank's range's size). update_count -1: every parameter, no gather.
-  int64_t update_begin = 0, update_count = -1;
-  std::function<void(std::span<float>)> gather_params{};
-  std::vector<int> shard_counts{};
-  // This rank's validation samples: first, first + stride, ... below data.size.
-  int64_t validation_first = 0, validation_stride = 1;
-};
-
 struct GpuLossTotals {
   double sum_squares = 0;  // of every (pred - target) of the pass
   bool nonfinite = false;  // a difference was NaN or infinite
@@ -84,7 +54,8 @@ class GpuTrainStep {
  public:
   // Uploads params (the MLP's flat buffer, layer_layout's order); the optimizer's state
   // starts at zero, as a fresh torch.optim's.
-  GpuTrainStep(const GpuStepConfig& config, std::span<const float> params);
+  // nccl: the ranks' communicator (not owned) where spec.nccl_id asked for one.
+  GpuTrainStep(const GpuStepSpec& spec, std::span<const float> params, NcclComm* nccl = nullptr);
   // Uploads a resumed optimizer's state, in optimizer_state()'s order (synchronises).
   void load_optimizer_state(const std::vector<std::span<const float>>& state);
   GpuTrainStep(const GpuTrainStep&) = delete;
@@ -147,9 +118,10 @@ class GpuTrainStep {
   // progress: the steps the device finished; on its failure, the graphs holding NCCL's work
   // are destroyed before the communicator is aborted).
   void wait();
-  bool sharded_over_nccl() const { return config_.nccl != nullptr && !config_.shard_counts.empty(); }
+  bool sharded_over_nccl() const { return nccl_ != nullptr && !spec_.shard_counts.empty(); }
 
-  GpuStepConfig config_;
+  GpuStepSpec spec_;
+  NcclComm* nccl_;
   std::vector<LinearLayout> layers_;
   int64_t num_params_;
   int64_t update_begin_, update_count_;  // the parameters this rank's optimizer updates

@@ -52,17 +52,17 @@ void Trainer::Run::start_gpu(LightningModule& module) {
   GpuPlacement placement;
   if (comm_.size() > 1) placement = place_on_gpus(comm_, static_cast<int>(visible_gpus().devices.size()));
   const GradTransport transport = gpu_transport_ = choose_gpu_transport(placement);
-  GpuTrainingSpec spec{.shape = module.network().shape(),
-                       .optimizer = optimizer_config_,
-                       .precision = options_.precision,
-                       .cuda_graph = !options_.no_cuda_graph,
-                       .batch_size = train_spec_.batch_size,
-                       .accumulate = options_.accumulate_grad_batches,
-                       .data = *data,
-                       .max_epoch_steps = rank_epoch_plan().optimizer_steps,
-                       .device = placement.gpu,
-                       .world = comm_.size(),
-                       .rank = comm_.rank()};
+  GpuStepSpec spec{.shape = module.network().shape(),
+                   .optimizer = optimizer_config_,
+                   .precision = options_.precision,
+                   .batch_size = train_spec_.batch_size,
+                   .accumulate = options_.accumulate_grad_batches,
+                   .data = *data,
+                   .max_epoch_steps = rank_epoch_plan().optimizer_steps,
+                   .cuda_graph = !options_.no_cuda_graph,
+                   .device = placement.gpu,
+                   .world = comm_.size(),
+                   .rank = comm_.rank()};
   if (transport == GradTransport::kNccl) {
     // llm.c's start: rank 0's id, carried to the others over MPI.
     NcclId id{};

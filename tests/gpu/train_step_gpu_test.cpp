@@ -46,7 +46,7 @@ std::vector<float> initial_params() {
   return {init.params().begin(), init.params().end()};
 }
 
-GpuStepConfig config(const OptimizerConfig& optimizer, bool cuda_graph) {
+GpuStepSpec config(const OptimizerConfig& optimizer, bool cuda_graph) {
   return {.shape = kShape,
           .optimizer = optimizer,
           .batch_size = kBatch,
@@ -170,7 +170,7 @@ TEST(GpuTrainStep, TheStepThroughHostMemoryMakesTheOneGraphStepsBits) {
   const OptimizerConfig adam{.kind = OptimizerKind::kAdam, .lr = 1e-3};
   const Trained graph = train_on_gpu(adam, true, 2);
   for (const bool cuda_graph : {true, false}) {
-    GpuStepConfig through_host = config(adam, cuda_graph);
+    GpuStepSpec through_host = config(adam, cuda_graph);
     int64_t calls = 0;
     double largest = 0;
     through_host.reduce_gradients = [&](std::span<float> grads) {

@@ -40,15 +40,14 @@ double step_us(Precision precision, bool cuda_graph, int epochs) {
   Mlp init(shape);
   init.init_like_pytorch(42);
   const auto plan = seed_epoch_steps();
-  const GpuStepSpec config{
-      .shape = shape,
-      .optimizer = {.kind = OptimizerKind::kAdam, .lr = 1e-3},
-      .precision = precision,
-      .batch_size = kBatch,
-      .accumulate = kAccumulate,
-      .data = {.kind = GpuDataKind::kRandom, .size = kSamples, .key = stream_key(42, kStreamData)},
-      .max_epoch_steps = static_cast<int64_t>(plan.size()),
-      .cuda_graph = cuda_graph};
+  const GpuStepSpec config{.shape = shape,
+                           .optimizer = {.kind = OptimizerKind::kAdam, .lr = 1e-3},
+                           .precision = precision,
+                           .batch_size = kBatch,
+                           .accumulate = kAccumulate,
+                           .data = {.kind = GpuDataKind::kRandom, .size = kSamples, .key = stream_key(42, kStreamData)},
+                           .max_epoch_steps = static_cast<int64_t>(plan.size()),
+                           .cuda_graph = cuda_graph};
   GpuTrainStep gpu(config, init.params());
   std::vector<double> per_step;
   for (int epoch = 0; epoch < epochs; ++epoch) {

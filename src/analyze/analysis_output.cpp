@@ -75,13 +75,16 @@ std::string analysis_text(const TraceAnalysis& a) {
         100 * p.exposed_share);
     fmt::format_to(to, "{:>15}", "link");
     for (const TracePredictionRow& r : p.rows) {
-      if (r.link == p.rows.front().link) fmt::format_to(to, " {:>16}", fmt::format("{} devices", r.devices));
+      if (r.link == p.rows.front().link) fmt::format_to(to, " {:>22}", fmt::format("{} devices", r.devices));
     }
     for (std::size_t i = 0; i < p.rows.size(); ++i) {
       if (i == 0 || p.rows[i].link != p.rows[i - 1].link) fmt::format_to(to, "\n{:>15}", p.rows[i].link);
-      fmt::format_to(to, " {:>16}", fmt::format("{:.2f} ms {:.2f}x", p.rows[i].step_ms, p.rows[i].throughput));
+      const TracePredictionRow& r = p.rows[i];
+      fmt::format_to(to, " {:>22}", fmt::format("{:.2f} ms {:.2f}x ±{:.0f}%", r.step_ms, r.throughput, 100 * r.band));
     }
-    fmt::format_to(to, "\n(step time, and throughput relative to one device)\n");
+    fmt::format_to(to,
+                   "\n(step time, throughput relative to one device, and the band: the traced steps' spread, "
+                   "wider away from the traced device count)\n");
     for (const std::string& u : p.unknown) fmt::format_to(to, "Not in the traces: {}.\n", u);
   } else {
     fmt::format_to(to, "\nNo prediction for other devices: {}.\n", a.no_prediction);
@@ -143,7 +146,8 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
                       {"link", r.link},
                       {"step_ms", r.step_ms},
                       {"comm_ms", r.comm_ms},
-                      {"relative_throughput", r.throughput}});
+                      {"relative_throughput", r.throughput},
+                      {"band", r.band}});
     }
     nlohmann::ordered_json links = nlohmann::ordered_json::array();
     for (const TraceLink& l : p.links) {

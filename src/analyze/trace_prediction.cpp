@@ -8,6 +8,7 @@
 #include <set>
 
 #include "doctor/interconnect.h"
+#include "doctor/prediction_band.h"
 #include "doctor/scaling_model.h"
 
 namespace ddp {
@@ -102,11 +103,22 @@ std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::
       "samples per second (the per-device batch is not in a trace): throughput is relative to one "
       "device");
   const auto ring_share = [](int devices) { return 2.0 * (devices - 1) / devices; };
+  double spread = 0;  // the ranks' largest step-to-step standard deviation, relative to their step
+  for (const RankBreakdown& b : a.ranks) spread = std::max(spread, b.step_ms > 0 ? b.step_ms_stddev / b.step_ms : 0.0);
+  const WorkloadConfig same;  // the traces give no sizes: only the device count differs
+  const MeasuredPoint traced{.devices = static_cast<int>(n),
+                             .batch_size = same.batch_size,
+                             .hidden_size = same.hidden_size,
+                             .hidden_layers = same.hidden_layers,
+                             .error = spread};
   for (const TraceLink& link : p.links) {
     for (int devices : {1, 2, 4, 8, 16}) {
       TracePredictionRow row;
       row.devices = devices;
       row.link = link.name;
+      WorkloadConfig at = same;
+      at.devices = devices;
+      row.band = prediction_band({traced}, at).relative;
       if (sized) {
         for (int64_t bytes : p.bytes_per_step) {
           row.comm_ms += 1e3 * ring_allreduce_seconds(devices, static_cast<double>(bytes), link.alpha_seconds,

@@ -25,6 +25,9 @@ struct TracePredictionRow {
   double step_ms = 0;
   double comm_ms = 0;     // the step's collectives on this link
   double throughput = 0;  // samples per second relative to one device: N * step(1) / step(N)
+  // Half-width, as a share of step_ms: the traced steps' own spread (at least the doctor's
+  // floor), widened as predict's band is for every e-fold of devices from the traced world.
+  double band = 0;
 };
 
 struct TracePrediction {

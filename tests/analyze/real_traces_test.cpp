@@ -2,6 +2,11 @@
 // found, its NCCL or gloo work classified as communication, its parts adding up to the step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "doctor/prediction_band.h"
+
 #include <numeric>
 
 #include "analyze/trace_analysis.h"
@@ -87,6 +92,16 @@ TEST(RealTraces, ModernKinetoFromATorch2GlooJobWithARankSlowedInForward) {
   ASSERT_TRUE(a.prediction.has_value());
   ASSERT_EQ(a.prediction->bytes_per_step.size(), 1u);
   EXPECT_EQ(a.prediction->bytes_per_step[0], 134657 * 4);
+  // Every prediction carries a band: at least the traced steps' spread at the traced 2 devices,
+  // wider the further it lies from them.
+  for (const TracePredictionRow& r : a.prediction->rows) {
+    if (r.link != "measured") continue;
+    const double spread =
+        std::max(a.ranks[0].step_ms_stddev / a.ranks[0].step_ms, a.ranks[1].step_ms_stddev / a.ranks[1].step_ms);
+    const double at_two = std::max(spread, kBandFloor);
+    if (r.devices == 2) EXPECT_DOUBLE_EQ(r.band, at_two);
+    if (r.devices == 8) EXPECT_NEAR(r.band, at_two + kBandPerEFold * std::log(4.0), 1e-12);
+  }
 }
 
 TEST(RealTraces, LightningsProfilerFilesOfATwoRankDdpJob) {

@@ -125,6 +125,20 @@ TEST(FindingsStraggler, WithoutAnyOtherCauseItsOwnComputeWasSlower) {
   EXPECT_TRUE(contains(f->fix, "Check that rank's core")) << f->fix;
 }
 
+// Slower compute alone, on a host where other processes took at least the others' wait, is no
+// evidence against the rank; a measured cause (its core shared) still is.
+TEST(FindingsStraggler, SlowerComputeOnAHostOthersKeptBusyIsNoFinding) {
+  RunRecord run = late_rank_one(2.0);  // 2 ms per step over 1000 steps: 2 s waited
+  run.summary.phases_per_rank[1][kForward] = 5.0;
+  run.summary.host_load = {{.host = "vm", .cores = 2, .busy_core_seconds = 22.0, .ranks_cpu_seconds = 19.5}};
+  EXPECT_EQ(arrival_finding(findings_of(run)), nullptr);
+  run.summary.host_load[0].busy_core_seconds = 21.0;  // 1.5 core-seconds: less than the wait
+  EXPECT_NE(arrival_finding(findings_of(run)), nullptr);
+  run.summary.host_load[0].busy_core_seconds = 22.0;
+  run.summary.sched_per_rank[1] = {.run_seconds = 6.0, .wait_seconds = 3.0, .wait_share = 0.5, .steal_seconds = 0.0};
+  EXPECT_NE(arrival_finding(findings_of(run)), nullptr);  // its core was shared: said as such
+}
+
 TEST(FindingsStraggler, ThePhaseSpreadRuleLeavesTheNamedRankToTheArrivalRule) {
   RunRecord run = late_rank_one(2.0);
   run.summary.phases_per_rank[1][kForward] = 5.0;  // a phase spread the old rule would report

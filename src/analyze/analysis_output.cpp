@@ -121,7 +121,14 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
                           {"dropped_partial", s.dropped_partial},
                           {"step_ms", b.step_ms},
                           {"step_ms_stddev", b.step_ms_stddev},
-                          {"parts_ms", parts_json(b.part_ms)}});
+                          {"parts_ms", parts_json(b.part_ms)},
+                          {"collectives_per_step",
+                           {{"forward_passes", b.syncs.forward_passes},
+                            {"gradient", b.syncs.gradient_calls},
+                            {"gradient_syncs", b.syncs.gradient_syncs},
+                            {"gradient_ms", b.syncs.gradient_ms},
+                            {"other", b.syncs.other_calls},
+                            {"other_ms", b.syncs.other_ms}}}});
   }
   if (a.collectives) {
     const CollectiveMatch& c = *a.collectives;

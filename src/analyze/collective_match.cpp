@@ -20,6 +20,7 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
   struct Matched {
     int64_t first_start;
     int64_t bytes;
+    CollectiveOrigin origin;
     std::vector<int64_t> duration_ns;
     std::vector<int64_t> end_ns;
   };
@@ -39,7 +40,7 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
     }
     bool sizes_differ = false;
     for (std::size_t i = 0; i < count; ++i) {
-      Matched m{calls[i]->start_ns, calls[i]->bytes, {}, {}};
+      Matched m{calls[i]->start_ns, calls[i]->bytes, calls[i]->origin, {}, {}};
       for (std::size_t r = 0; r < world; ++r) {
         const CollectiveCall* c = by_key[r].at(key)[i];
         if (c->bytes >= 0 && calls[i]->bytes >= 0 && c->bytes != calls[i]->bytes) sizes_differ = true;
@@ -70,6 +71,7 @@ CollectiveMatch match_collectives(const std::vector<const RankSteps*>& ranks) {
     const int64_t transfer = *std::min_element(m.duration_ns.begin(), m.duration_ns.end());
     out.transfer_ns.push_back(transfer);
     out.bytes.push_back(m.bytes);
+    out.origin.push_back(m.origin);
     out.duration_ns.push_back(m.duration_ns);
     out.end_ns.push_back(m.end_ns);
     for (std::size_t r = 0; r < world; ++r) {

@@ -22,6 +22,7 @@ struct CollectiveMatch {
   std::vector<double> transfer_ms_per_step;       // per rank: the shortest durations, summed
   std::vector<int64_t> transfer_ns;               // per matched collective, in order
   std::vector<int64_t> bytes;                     // per matched collective: rank 0's size, -1 unknown
+  std::vector<CollectiveOrigin> origin;           // per matched collective: rank 0's
   std::vector<std::vector<int64_t>> duration_ns;  // per matched collective, per rank
   std::vector<std::vector<int64_t>> end_ns;       // the same, its end on each rank's own clock
   ArrivalLags lags;

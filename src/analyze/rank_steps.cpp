@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "analyze/spans.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -90,30 +91,6 @@ Steps step_windows(const TraceFile& t) {
   for (std::size_t i = 1; i < windows.size(); ++i)
     steps.push_back({windows[i].number, windows[i - 1].end, windows[i].end});
   return {thread, std::move(steps), "optimizer steps"};
-}
-
-// Sorted, merged intervals.
-std::vector<std::pair<int64_t, int64_t>> merged(std::vector<std::pair<int64_t, int64_t>> spans) {
-  std::sort(spans.begin(), spans.end());
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (const auto& s : spans) {
-    if (!out.empty() && s.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, s.second);
-    } else {
-      out.push_back(s);
-    }
-  }
-  return out;
-}
-
-// How much of [a, b) the merged intervals cover.
-int64_t covered(const std::vector<std::pair<int64_t, int64_t>>& spans, int64_t a, int64_t b) {
-  int64_t total = 0;
-  auto it = std::lower_bound(spans.begin(), spans.end(), std::pair<int64_t, int64_t>{a, a},
-                             [](const auto& x, const auto& y) { return x.second < y.first; });
-  for (; it != spans.end() && it->first < b; ++it)
-    total += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
-  return total;
 }
 
 // Splits a step of the training thread: each moment goes to the innermost op that names a
@@ -397,14 +374,18 @@ RankSteps find_steps(const TraceFile& t) {
     out.steps.push_back(step);
   }
   // Each call belongs to the step it starts in (steps are sorted and disjoint).
+  const CollectiveOrigins origins(t, found.thread);
+  for (std::size_t i = 0; i < w.size(); ++i) out.steps[i].forward_passes = origins.forward_passes(w[i].start, w[i].end);
   for (const TraceEvent* e : calls) {
     auto after = std::upper_bound(out.steps.begin(), out.steps.end(), e->start_ns,
                                   [](int64_t time, const TraceStep& s) { return time < s.start_ns; });
     if (after == out.steps.begin()) continue;
     const TraceStep& s = *(after - 1);
     if (e->start_ns >= s.start_ns + s.duration_ns) continue;
-    out.collectives.push_back({t.names[e->name], t.names[e->process_group], e->bytes, e->start_ns, e->duration_ns,
-                               static_cast<std::size_t>(after - 1 - out.steps.begin())});
+    const std::size_t step = static_cast<std::size_t>(after - 1 - out.steps.begin());
+    const CollectiveOrigins::Launch launch = origins.launch_of(*e);
+    out.collectives.push_back({t.names[e->name], t.names[e->process_group], e->bytes, e->start_ns, e->duration_ns, step,
+                               launch.origin, origins.forward_passes(w[step].start, launch.at_ns)});
   }
   std::sort(out.collectives.begin(), out.collectives.end(),
             [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/collective_origin.h"
 #include "analyze/op_phase.h"
 #include "analyze/trace_event.h"
 
@@ -26,7 +27,8 @@ struct TraceStep {
   long long number = 0;  // ProfilerStep#N's N, else the step's index
   int64_t start_ns = 0;
   int64_t duration_ns = 0;
-  StepParts part_ns{};  // adds up to duration_ns
+  StepParts part_ns{};     // adds up to duration_ns
+  int forward_passes = 0;  // of the training thread, begun in the step (micro-batches)
 };
 
 // A collective as one rank ran it: matched across ranks by (group, name) and order.
@@ -37,6 +39,8 @@ struct CollectiveCall {
   int64_t start_ns = 0;
   int64_t duration_ns = 0;
   std::size_t step = 0;  // index into RankSteps::steps
+  CollectiveOrigin origin = CollectiveOrigin::kUnknown;
+  int after_forward = 0;  // forward passes its step had begun when it was launched
 };
 
 struct RankSteps {

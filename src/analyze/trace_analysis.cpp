@@ -29,6 +29,7 @@ RankBreakdown breakdown(const TracedRank& r) {
   double squares = 0;
   for (const TraceStep& s : r.steps.steps) squares += std::pow(static_cast<double>(s.duration_ns) / 1e6 - b.step_ms, 2);
   b.step_ms_stddev = b.steps > 1 ? std::sqrt(squares / (n - 1)) : 0;
+  b.syncs = syncs_of(r.steps);
   return b;
 }
 
@@ -134,6 +135,37 @@ void part_finding(const TraceAnalysis& a, StepPart part, double min_share, const
   out.push_back(std::move(f));
 }
 
+JobSyncs job_syncs(const TraceAnalysis& a) {
+  JobSyncs job;
+  RankSyncs& m = job.mean;
+  for (const RankBreakdown& b : a.ranks) {
+    m.forward_passes += b.syncs.forward_passes;
+    m.gradient_calls += b.syncs.gradient_calls;
+    m.gradient_syncs += b.syncs.gradient_syncs;
+    m.other_calls += b.syncs.other_calls;
+    m.gradient_ms += b.syncs.gradient_ms;
+    m.other_ms += b.syncs.other_ms;
+    job.step_ms += b.step_ms;
+  }
+  const double n = static_cast<double>(a.ranks.size());
+  for (double* x : {&m.forward_passes, &m.gradient_calls, &m.gradient_syncs, &m.other_calls, &m.gradient_ms,
+                    &m.other_ms, &job.step_ms})
+    *x /= n;
+  m.other_name = a.ranks.front().syncs.other_name;
+  job.gradient_cost_ms = m.gradient_ms;
+  job.other_cost_ms = m.other_ms;
+  if (a.collectives && a.collectives->matched > 0 && a.collectives->steps > 0) {
+    const CollectiveMatch& c = *a.collectives;
+    job.gradient_cost_ms = job.other_cost_ms = 0;
+    for (std::size_t i = 0; i < c.transfer_ns.size(); ++i) {
+      const double ms = static_cast<double>(c.transfer_ns[i]) / 1e6 / static_cast<double>(c.steps);
+      if (c.origin[i] == CollectiveOrigin::kGradient) job.gradient_cost_ms += ms;
+      if (c.origin[i] == CollectiveOrigin::kOther) job.other_cost_ms += ms;
+    }
+  }
+  return job;
+}
+
 std::vector<Finding> findings_of(const TraceAnalysis& a) {
   std::vector<Finding> out;
   // The doctor's straggler finding names ranks by position: only where that is their number.
@@ -158,6 +190,7 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
                "per-device batch), fewer kernels (torch.compile, fused optimizers: foreach or fused=True), or the "
                "whole step as one CUDA graph (torch.compile mode=\"reduce-overhead\", torch.cuda.graphs).",
                out);
+  sync_findings(job_syncs(a), a.record.wall_seconds, a.record.label, out);
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& x, const Finding& y) { return x.cost_seconds > y.cost_seconds; });
   return out;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/collective_match.h"
+#include "analyze/sync_findings.h"
 #include "analyze/trace_job.h"
 #include "analyze/trace_prediction.h"
 #include "doctor/findings.h"
@@ -30,6 +31,7 @@ struct RankBreakdown {
   double step_ms = 0;                            // mean
   double step_ms_stddev = 0;                     // step to step
   std::array<double, kStepPartCount> part_ms{};  // mean per step; they add up to step_ms
+  RankSyncs syncs;
 };
 
 struct SlowPart {

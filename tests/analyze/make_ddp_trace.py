@@ -8,10 +8,12 @@ Causes are injected for real, each on one rank or on all:
   --python-ms X                               every rank runs X ms of plain Python per step
   --extra-collective                          one more allreduce per step (a logged metric)
   --accumulate K                              K micro-batches per step, without no_sync
+  --no-sync                                   with --accumulate: all but the last inside no_sync()
 Writes OUT_DIR/rank<R>.pt.trace.json per rank, with shapes recorded (the collectives' sizes):
 torch 1.13 without Kineto writes the legacy bare array (no rank inside), so the rank is in the
 file's name."""
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -93,8 +95,10 @@ def run(rank, args):
         for _ in range(args.steps + 1):
             for micro in range(args.accumulate):
                 x, y = next(batches)
-                loss = nn.functional.mse_loss(model(x), y)
-                loss.backward()
+                last = micro == args.accumulate - 1
+                with model.no_sync() if args.no_sync and not last else contextlib.nullcontext():
+                    loss = nn.functional.mse_loss(model(x), y)
+                    loss.backward()
             if args.extra_collective:
                 metric = loss.detach().clone()
                 dist.all_reduce(metric)
@@ -122,6 +126,7 @@ def main():
     parser.add_argument("--python-ms", type=float, default=0)
     parser.add_argument("--extra-collective", action="store_true")
     parser.add_argument("--accumulate", type=int, default=1)
+    parser.add_argument("--no-sync", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.environ["MASTER_PORT"] = str(args.port)

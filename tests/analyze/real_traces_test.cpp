@@ -53,6 +53,13 @@ TEST(RealTraces, ATwoGpuNcclJobsRankZero) {
   ASSERT_FALSE(a.findings.empty());
   EXPECT_EQ(a.findings[0].title.substr(0, 39), "The GPU waits for its host to launch wo");
   EXPECT_EQ(a.notes[0], "1 of the job's 2 ranks have traces here (rank 0): the others are not analysed");
+  // Each NCCL kernel traced to its launch by correlation: DDP's 5 buckets per step launched
+  // from the autograd thread's backward, in one synchronisation after the step's one forward.
+  const RankSyncs& syncs = a.ranks[0].syncs;
+  EXPECT_EQ(syncs.forward_passes, 1);
+  EXPECT_EQ(syncs.gradient_calls, 5);
+  EXPECT_EQ(syncs.gradient_syncs, 1);
+  for (const Finding& f : a.findings) EXPECT_EQ(f.title.find("accumulation"), std::string::npos) << f.title;
 }
 
 TEST(RealTraces, Rank34OfA300RankGlooJob) {
@@ -117,6 +124,13 @@ TEST(RealTraces, LightningsProfilerFilesOfATwoRankDdpJob) {
     }
   }
   EXPECT_GT(a.collectives->matched, 0);
+  // Per step: DDP's allreduce, launched inside backward, and Lightning's own broadcast after the
+  // batch (its SIGTERM check), launched outside it.
+  for (const RankBreakdown& b : a.ranks) {
+    EXPECT_EQ(b.syncs.gradient_calls, 1);
+    EXPECT_EQ(b.syncs.other_calls, 1);
+    EXPECT_EQ(b.syncs.other_name, "gloo:broadcast");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+#include "analyze/collective_origin.h"
+
+#include <algorithm>
+
+#include "analyze/op_phase.h"
+#include "analyze/spans.h"
+
+namespace ddp {
+namespace {
+
+// A host op that hands a collective to the communication library: the dispatcher's c10d ops
+// (gloo on CPU), record_param_comms and ProcessGroupNCCL's nccl:* annotation (torch 2).
+bool is_launch_op(std::string_view name) {
+  return name.starts_with("c10d::") || name.starts_with("record_param_comms") || name.starts_with("nccl:");
+}
+
+bool contains(const std::vector<Span>& spans, int64_t time) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), time, [](int64_t t, const Span& s) { return t < s.first; });
+  return it != spans.begin() && time < (it - 1)->second;
+}
+
+}  // namespace
+
+CollectiveOrigins::CollectiveOrigins(const TraceFile& t, uint32_t training_thread) {
+  backward_.resize(t.threads.size());
+  for (const TraceEvent& e : t.events) {
+    const Span span{e.start_ns, e.start_ns + e.duration_ns};
+    if (e.kind == EventKind::kRuntime && e.correlation >= 0)
+      runtime_.push_back({e.correlation, {e.start_ns, e.thread}});
+    if (e.kind != EventKind::kHostOp) continue;
+    const std::string_view name = t.names[e.name];
+    if (is_launch_op(name)) host_launches_.emplace_back(e.start_ns, e.thread);
+    const std::optional<StepPart> part = part_of_op(name);
+    if (part == StepPart::kBackward) backward_[e.thread].push_back(span);
+    if (part == StepPart::kForward && e.thread == training_thread) forward_.push_back(span);
+  }
+  for (Spans& spans : backward_) spans = merged(std::move(spans));
+  forward_ = merged(std::move(forward_));
+  std::sort(host_launches_.begin(), host_launches_.end());
+  std::sort(runtime_.begin(), runtime_.end());
+}
+
+bool CollectiveOrigins::inside_backward(uint32_t thread, int64_t time) const {
+  return thread < backward_.size() && contains(backward_[thread], time);
+}
+
+CollectiveOrigins::Launch CollectiveOrigins::launch_of(const TraceEvent& call) const {
+  std::optional<std::pair<int64_t, uint32_t>> launch;
+  if (call.kind == EventKind::kGpuKernel) {
+    const auto it =
+        std::lower_bound(runtime_.begin(), runtime_.end(), std::pair{call.correlation, std::pair{INT64_MIN, 0u}});
+    if (it != runtime_.end() && it->first == call.correlation) launch = it->second;
+  } else {
+    // Launched at or before its work started: the latest such launch is its own, or one
+    // launched with it (DDP's buckets, queued together in one backward).
+    const auto it =
+        std::upper_bound(host_launches_.begin(), host_launches_.end(), std::pair{call.start_ns, UINT32_MAX});
+    if (it != host_launches_.begin()) launch = *(it - 1);
+  }
+  if (!launch) return {};
+  const auto [at, thread] = *launch;
+  return {inside_backward(thread, at) ? CollectiveOrigin::kGradient : CollectiveOrigin::kOther, at};
+}
+
+int CollectiveOrigins::forward_passes(int64_t start, int64_t end) const {
+  const auto starts_before = [&](int64_t time) {
+    return std::lower_bound(forward_.begin(), forward_.end(), Span{time, INT64_MIN}) - forward_.begin();
+  };
+  return static_cast<int>(starts_before(end) - starts_before(start));
+}
+
+}  // namespace ddp

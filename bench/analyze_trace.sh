@@ -5,6 +5,9 @@
 # shifted in time) until the file reaches the size asked for; it is read plain and gzipped.
 # Needs GNU time (/usr/bin/time, Debian package "time").
 # Usage: bench/analyze_trace.sh [MEGABYTES=300]
+# With BASELINE=PATH (another build's ddpscope), that build reads the same trace in the same run.
+# With LAYOUT=kineto each event is written as Kineto writes it, one field per line, indented
+# (what users' files look like); the default is one event per line, compact.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/build/release/ddpscope"
@@ -12,9 +15,11 @@ megabytes=${1:-300}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-python3 - "$root/tests/analyze/fixtures/nccl_parser_config_nccl_data.json.gz" "$out/big.json" "$megabytes" <<'PY'
+python3 - "$root/tests/analyze/fixtures/nccl_parser_config_nccl_data.json.gz" "$out/big.json" "$megabytes" \
+  "${LAYOUT:-compact}" <<'PY'
 import gzip, json, re, sys
-source, target, megabytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+source, target, megabytes, layout = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+indent = 4 if layout == "kineto" else None
 trace = json.load(gzip.open(source))
 events = trace.pop("traceEvents")
 span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e["ts"] for e in events if "ts" in e)
@@ -31,7 +36,10 @@ with open(target, "w") as f:
             m = step.fullmatch(e.get("name", ""))
             if m:
                 e["name"] = f"ProfilerStep#{int(m.group(1)) + 3 * copy}"
-            f.write(("" if first else ",\n") + json.dumps(e))
+            text = json.dumps(e, indent=indent)
+            if indent:
+                text = "  " + text.replace("\n", "\n  ")
+            f.write(("" if first else ",\n") + text)
             first = False
         copy += 1
     f.write("\n]}\n")
@@ -51,4 +59,8 @@ echo "trace: $size_mb MB of JSON ($gz_mb MB gzipped)"
 printf '%-34s %9s %14s\n' reader wall "peak RSS"
 measure "ddpscope analyze (.json)" "$bin" analyze --json "$out/big.json"
 measure "ddpscope analyze (.json.gz)" "$bin" analyze --json "$out/big.json.gz"
+if [[ -n "${BASELINE:-}" ]]; then
+  measure "baseline analyze (.json)" "$BASELINE" analyze --json "$out/big.json"
+  measure "baseline analyze (.json.gz)" "$BASELINE" analyze --json "$out/big.json.gz"
+fi
 measure "python3 json.load (.json)" python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$out/big.json"

@@ -15,9 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool through_file = (data[0] & 1) != 0;
   try {
-    const ddp::TraceFile trace =
-        through_file ? ddp::read_trace(ddp::fuzz::write_input("trace_fuzz", data + 1, size - 1))
-                     : ddp::read_trace_text({reinterpret_cast<const char*>(data + 1), size - 1}, "fuzz.json");
+    ddp::TraceFile trace = through_file
+                               ? ddp::read_trace(ddp::fuzz::write_input("trace_fuzz", data + 1, size - 1))
+                               : ddp::read_trace_text({reinterpret_cast<const char*>(data + 1), size - 1}, "fuzz.json");
     const ddp::RankSteps steps = ddp::find_steps(trace);
     for (const ddp::TraceStep& s : steps.steps) {
       for (const int64_t ns : s.part_ns) DDP_CHECK(ns >= 0, "a negative part");

@@ -21,9 +21,10 @@ bool contains(const std::vector<Span>& spans, int64_t time) {
 
 }  // namespace
 
-CollectiveOrigins::CollectiveOrigins(const TraceFile& t, uint32_t training_thread) {
+CollectiveOrigins::CollectiveOrigins(const TraceFile& t, const std::vector<TraceEvent>& events,
+                                     uint32_t training_thread) {
   backward_.resize(t.threads.size());
-  for (const TraceEvent& e : t.events) {
+  for (const TraceEvent& e : events) {
     const Span span{e.start_ns, e.start_ns + e.duration_ns};
     if (e.kind == EventKind::kRuntime && e.correlation >= 0)
       runtime_.push_back({e.correlation, {e.start_ns, e.thread}});

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/trace_event.h"
+#include "analyze/trace_file.h"
 
 namespace ddp {
 
@@ -21,8 +21,9 @@ enum class CollectiveOrigin : uint8_t {
 
 class CollectiveOrigins {
  public:
-  // `training_thread`: the thread that runs the steps (its forward passes are counted).
-  CollectiveOrigins(const TraceFile& t, uint32_t training_thread);
+  // Over `events` of `t` (one step's, with what overlaps it); `training_thread`: the thread that
+  // runs the steps (its forward passes are counted).
+  CollectiveOrigins(const TraceFile& t, const std::vector<TraceEvent>& events, uint32_t training_thread);
 
   struct Launch {
     CollectiveOrigin origin = CollectiveOrigin::kUnknown;

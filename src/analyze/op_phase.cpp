@@ -1,7 +1,10 @@
 #include "analyze/op_phase.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
+#include <string>
 #include <utility>
 
 namespace ddp {
@@ -71,6 +74,17 @@ std::optional<StepPart> part_of_op(std::string_view name) {
 
 bool is_collective_annotation(std::string_view name) {
   return name.starts_with("gloo:") || name.starts_with("nccl:") || name == "allreduce";
+}
+
+bool can_mark_step(std::string_view name) {
+  return profiler_step_number(name) || name.find("run_training_batch") != std::string_view::npos ||
+         name.starts_with("Optimizer.step#") || name == "optimizer";
+}
+
+bool is_collective_library_name(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("nccl") != std::string::npos || lower.find("rccl") != std::string::npos;
 }
 
 std::optional<long long> profiler_step_number(std::string_view name) {

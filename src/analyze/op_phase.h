@@ -33,6 +33,13 @@ std::optional<StepPart> part_of_op(std::string_view name);
 // ddpscope's "allreduce" spans.
 bool is_collective_annotation(std::string_view name);
 
+// Whether an event of this name can mark a training step: a profiler step, Lightning's
+// run_training_batch, an optimizer step (rank_steps.h says which is used).
+bool can_mark_step(std::string_view name);
+
+// Whether a GPU kernel's name is NCCL's or RCCL's (for kernels without collective metadata).
+bool is_collective_library_name(std::string_view name);
+
 // The step marker's number: "ProfilerStep#12" gives 12; nullopt for any other name.
 std::optional<long long> profiler_step_number(std::string_view name);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <optional>
 
 #include "analyze/spans.h"
@@ -31,28 +32,11 @@ bool is_host(const TraceEvent& e) { return e.kind == EventKind::kHostOp; }
 
 bool is_marker(const TraceFile& t, const TraceEvent& e) { return profiler_step_number(t.names[e.name]).has_value(); }
 
-// Per name: whether it is NCCL's or RCCL's, for kernels without collective metadata.
-std::vector<bool> collective_library_names(const TraceFile& t) {
-  std::vector<bool> out(t.names.size());
-  for (std::size_t i = 0; i < t.names.size(); ++i) {
-    std::string name = t.names[static_cast<uint32_t>(i)];
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    out[i] = name.find("nccl") != std::string::npos || name.find("rccl") != std::string::npos;
-  }
-  return out;
-}
-
-// A GPU kernel of a collective: by its metadata (Kineto's "In msg nelems" gives bytes), else
-// by the library in its name (older traces carry no metadata).
-bool is_collective_kernel(const TraceEvent& e, const std::vector<bool>& library_names) {
-  return e.kind == EventKind::kGpuKernel && (e.bytes >= 0 || library_names[e.name]);
-}
-
 // The thread with the most events whose names satisfy `is_step`, and their windows.
 template <typename IsStep>
 std::pair<uint32_t, std::vector<Window>> marked_windows(const TraceFile& t, IsStep is_step) {
   std::map<uint32_t, std::vector<Window>> by_thread;
-  for (const TraceEvent& e : t.events) {
+  for (const TraceEvent& e : t.step_markers) {
     if (!is_host(e)) continue;
     if (const std::optional<long long> n = is_step(t.names[e.name])) {
       by_thread[e.thread].push_back({*n, e.start_ns, e.start_ns + e.duration_ns});
@@ -210,7 +194,7 @@ struct GpuWork {
   int64_t longest_ns = 0;
 };
 
-StepParts gpu_parts(const std::vector<bool>& library_names, const Window& w, const std::vector<Segment>& host,
+StepParts gpu_parts(const TraceFile& t, const Window& w, const std::vector<Segment>& host,
                     const LaunchTimes& launch_time, const GpuWork& gpu) {
   std::vector<std::pair<int64_t, int64_t>> comm;
   std::vector<std::pair<std::pair<int64_t, int64_t>, StepPart>> compute;
@@ -221,7 +205,7 @@ StepParts gpu_parts(const std::vector<bool>& library_names, const Window& w, con
     const int64_t a = std::max(e.start_ns, w.start);
     const int64_t b = std::min(e.start_ns + e.duration_ns, w.end);
     if (b <= a) continue;
-    if (is_collective_kernel(e, library_names)) {
+    if (t.is_collective_kernel(e)) {
       comm.emplace_back(a, b);
       continue;
     }
@@ -284,9 +268,77 @@ int64_t median_duration(const std::vector<Window>& w) {
   return d[d.size() / 2];
 }
 
+// One step to split: the training thread's window, the window its parts cover (the GPU's own on
+// a GPU job, where the trace has it), and the span of time whose events it needs.
+struct StepPlan {
+  Window host;
+  Window parts;
+  int64_t from = 0;
+  int64_t to = 0;
+};
+
+// Splits one step, given the events that overlap its plan (in start order).
+class StepMaker {
+ public:
+  StepMaker(const TraceFile& t, uint32_t thread, bool on_gpu)
+      : t_(t), thread_(thread), on_gpu_(on_gpu), kernel_calls_(t.collective_kernels > 0) {}
+
+  void make(const StepPlan& plan, const std::vector<TraceEvent>& events, TraceStep& step, RankSteps& out) {
+    // Collectives: GPU kernels where there are any, else the host's annotations.
+    std::vector<const TraceEvent*> calls, ops;
+    std::vector<Span> in_flight;
+    LaunchTimes launch_time;
+    GpuWork gpu;
+    for (const TraceEvent& e : events) {
+      const bool call = kernel_calls_ ? t_.is_collective_kernel(e)
+                                      : is_host(e) && e.thread != thread_ && is_collective_annotation(t_.names[e.name]);
+      if (call) calls.push_back(&e);
+      if (call && !on_gpu_) in_flight.emplace_back(e.start_ns, e.start_ns + e.duration_ns);
+      if (is_host(e) && e.thread == thread_ && !is_marker(t_, e)) ops.push_back(&e);
+      if (e.kind == EventKind::kRuntime && e.correlation >= 0) launch_time.push_back({e.correlation, e.start_ns});
+      if (e.kind == EventKind::kGpuKernel || e.kind == EventKind::kGpuMemory) {
+        gpu.by_start.push_back(&e);
+        gpu.longest_ns = std::max(gpu.longest_ns, e.duration_ns);
+      }
+    }
+    std::sort(launch_time.begin(), launch_time.end());
+    std::vector<Segment> host = resolve_gaps(StepSplitter(t_, std::move(ops)).split(plan.host.start, plan.host.end),
+                                             merged(std::move(in_flight)));
+    step.number = plan.host.number;
+    step.start_ns = plan.parts.start;
+    step.duration_ns = plan.parts.end - plan.parts.start;
+    if (on_gpu_) {
+      // A kernel may run a step after its launch: the previous step's host time is kept for it.
+      std::vector<Segment> both = previous_host_;
+      both.insert(both.end(), host.begin(), host.end());
+      step.part_ns = gpu_parts(t_, plan.parts, both, launch_time, gpu);
+      previous_host_ = std::move(host);
+    } else {
+      for (const Segment& s : host) step.part_ns[index(s.part)] += s.end - s.start;
+    }
+    const CollectiveOrigins origins(t_, events, thread_);
+    step.forward_passes = origins.forward_passes(plan.host.start, plan.host.end);
+    // Each call belongs to the step it starts in (steps are disjoint).
+    const std::size_t index = static_cast<std::size_t>(&step - out.steps.data());
+    for (const TraceEvent* e : calls) {
+      if (e->start_ns < step.start_ns || e->start_ns >= step.start_ns + step.duration_ns) continue;
+      const CollectiveOrigins::Launch launch = origins.launch_of(*e);
+      out.collectives.push_back({t_.names[e->name], t_.names[e->process_group], e->bytes, e->start_ns, e->duration_ns,
+                                 index, launch.origin, origins.forward_passes(plan.host.start, launch.at_ns)});
+    }
+  }
+
+ private:
+  const TraceFile& t_;
+  uint32_t thread_;
+  bool on_gpu_;
+  bool kernel_calls_;
+  std::vector<Segment> previous_host_;
+};
+
 }  // namespace
 
-RankSteps find_steps(const TraceFile& t) {
+RankSteps find_steps(TraceFile& t) {
   Steps found = step_windows(t);
   if (found.windows.empty()) {
     throw DataError(
@@ -309,84 +361,45 @@ RankSteps find_steps(const TraceFile& t) {
     w.erase(w.begin());
     out.dropped_warmup = 1;
   }
-
-  // Collectives in flight: GPU kernels where there are any, else the host's annotations.
-  const std::vector<bool> library_names = collective_library_names(t);
-  std::vector<const TraceEvent*> calls;
-  for (const TraceEvent& e : t.events) {
-    if (e.kind == EventKind::kGpuKernel) out.on_gpu = true;
-    if (is_collective_kernel(e, library_names)) calls.push_back(&e);
-  }
-  if (calls.empty()) {
-    for (const TraceEvent& e : t.events) {
-      if (is_host(e) && e.thread != found.thread && is_collective_annotation(t.names[e.name])) calls.push_back(&e);
-    }
-  }
-  std::vector<std::pair<int64_t, int64_t>> in_flight;
-  if (!out.on_gpu) {
-    for (const TraceEvent* e : calls) in_flight.emplace_back(e->start_ns, e->start_ns + e->duration_ns);
-  }
-  in_flight = merged(std::move(in_flight));
-
-  std::vector<const TraceEvent*> ops;
-  LaunchTimes launch_time;
-  for (const TraceEvent& e : t.events) {
-    if (is_host(e) && e.thread == found.thread && !is_marker(t, e)) ops.push_back(&e);
-    if (e.kind == EventKind::kRuntime && e.correlation >= 0) launch_time.push_back({e.correlation, e.start_ns});
-  }
-  std::sort(launch_time.begin(), launch_time.end());
-  StepSplitter splitter(t, std::move(ops));
-  std::vector<std::vector<Segment>> host_steps;
-  std::vector<Segment> host;
-  for (const Window& s : w) {
-    host_steps.push_back(resolve_gaps(splitter.split(s.start, s.end), in_flight));
-    host.insert(host.end(), host_steps.back().begin(), host_steps.back().end());
-  }
+  out.on_gpu = t.gpu_kernels > 0;
   // The GPU's own step windows, by number, where the trace has them.
   std::map<long long, Window> gpu_windows;
-  GpuWork gpu;
-  for (const TraceEvent& e : t.events) {
-    if (e.kind == EventKind::kGpuKernel || e.kind == EventKind::kGpuMemory) {
-      gpu.by_start.push_back(&e);
-      gpu.longest_ns = std::max(gpu.longest_ns, e.duration_ns);
-    }
+  for (const TraceEvent& e : t.step_markers) {
     if (e.kind != EventKind::kGpuAnnotation) continue;
     if (const std::optional<long long> n = profiler_step_number(t.names[e.name])) {
       gpu_windows[*n] = {*n, e.start_ns, e.start_ns + e.duration_ns};
     }
   }
-  std::sort(gpu.by_start.begin(), gpu.by_start.end(),
-            [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    TraceStep step;
-    step.number = w[i].number;
-    if (out.on_gpu) {
-      const auto g = gpu_windows.find(w[i].number);
-      const Window window = g != gpu_windows.end() && g->second.end > g->second.start ? g->second : w[i];
-      step.start_ns = window.start;
-      step.duration_ns = window.end - window.start;
-      step.part_ns = gpu_parts(library_names, window, host, launch_time, gpu);
-    } else {
-      step.start_ns = w[i].start;
-      step.duration_ns = w[i].end - w[i].start;
-      for (const Segment& s : host_steps[i]) step.part_ns[index(s.part)] += s.end - s.start;
-    }
-    out.steps.push_back(step);
+  std::vector<StepPlan> plans;
+  for (const Window& host : w) {
+    StepPlan p{host, host, host.start, host.end};
+    const auto g = gpu_windows.find(host.number);
+    if (out.on_gpu && g != gpu_windows.end() && g->second.end > g->second.start) p.parts = g->second;
+    p.from = std::min(p.host.start, p.parts.start);
+    p.to = std::max(p.host.end, p.parts.end);
+    plans.push_back(p);
   }
-  // Each call belongs to the step it starts in (steps are sorted and disjoint).
-  const CollectiveOrigins origins(t, found.thread);
-  for (std::size_t i = 0; i < w.size(); ++i) out.steps[i].forward_passes = origins.forward_passes(w[i].start, w[i].end);
-  for (const TraceEvent* e : calls) {
-    auto after = std::upper_bound(out.steps.begin(), out.steps.end(), e->start_ns,
-                                  [](int64_t time, const TraceStep& s) { return time < s.start_ns; });
-    if (after == out.steps.begin()) continue;
-    const TraceStep& s = *(after - 1);
-    if (e->start_ns >= s.start_ns + s.duration_ns) continue;
-    const std::size_t step = static_cast<std::size_t>(after - 1 - out.steps.begin());
-    const CollectiveOrigins::Launch launch = origins.launch_of(*e);
-    out.collectives.push_back({t.names[e->name], t.names[e->process_group], e->bytes, e->start_ns, e->duration_ns, step,
-                               launch.origin, origins.forward_passes(w[step].start, launch.at_ns)});
-  }
+  // One pass over the events in start order, keeping only those that overlap a step not yet
+  // made: memory holds a step's events, not the file's.
+  std::vector<std::size_t> order(plans.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return plans[a].from < plans[b].from; });
+  out.steps.resize(plans.size());
+  StepMaker maker(t, found.thread, out.on_gpu);
+  std::vector<TraceEvent> pending;
+  std::size_t next = 0;
+  const auto make_next = [&] {
+    maker.make(plans[order[next]], pending, out.steps[order[next]], out);
+    if (++next == order.size()) return pending.clear();
+    const int64_t from = plans[order[next]].from;
+    std::erase_if(pending, [&](const TraceEvent& e) { return e.start_ns + e.duration_ns < from; });
+  };
+  t.events.for_each([&](const TraceEvent& e) {
+    while (next < order.size() && e.start_ns >= plans[order[next]].to) make_next();
+    if (next < order.size() && e.start_ns + e.duration_ns >= plans[order[next]].from) pending.push_back(e);
+  });
+  while (next < order.size()) make_next();
   std::sort(out.collectives.begin(), out.collectives.end(),
             [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
   return out;

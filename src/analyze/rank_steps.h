@@ -17,7 +17,7 @@
 
 #include "analyze/collective_origin.h"
 #include "analyze/op_phase.h"
-#include "analyze/trace_event.h"
+#include "analyze/trace_file.h"
 
 namespace ddp {
 
@@ -53,6 +53,6 @@ struct RankSteps {
 };
 
 // Throws DataError naming the file when it holds no step.
-RankSteps find_steps(const TraceFile& trace);
+RankSteps find_steps(TraceFile& trace);
 
 }  // namespace ddp

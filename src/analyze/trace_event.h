@@ -1,9 +1,8 @@
 #pragma once
-// What the trace reader keeps of one trace file: its complete events ("ph":"X"), each in
-// integer nanoseconds on the file's own clock, with names and threads interned, and the few
-// arguments the later stages use. Clocks are never compared across files.
+// One complete event ("ph":"X") of a trace file, in integer nanoseconds on the file's own clock,
+// with its name and thread interned and the few arguments the later stages use. Clocks are
+// never compared across files.
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,25 +49,6 @@ class NameTable {
   };
   std::vector<std::string> texts_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
-};
-
-// The job a file says it belongs to, where it says (Kineto's distributedInfo).
-struct DistributedInfo {
-  std::optional<int> rank;
-  std::optional<int> world_size;
-  std::string backend;  // "nccl", "gloo", ... or empty
-};
-
-// One rank's trace as read. `pid` keeps ddpscope's own trace.json apart: it holds every rank,
-// one per process id.
-struct TraceFile {
-  std::string path;
-  enum class Dialect { kKineto, kLegacyArray, kDdpscope } dialect = Dialect::kKineto;
-  DistributedInfo distributed;
-  NameTable names;
-  NameTable threads;                    // "pid/tid" of a host thread or GPU stream
-  std::deque<TraceEvent> events;        // grows without copying what it holds
-  std::vector<int64_t> thread_pid{-1};  // per thread (index 0: the empty name): its process id, or -1
 };
 
 }  // namespace ddp

@@ -29,9 +29,9 @@ std::optional<int> rank_in_name(const std::string& path) {
 // ddpscope's trace.json: one TraceFile per process id (its rank).
 std::vector<std::pair<int, TraceFile>> split_by_process(TraceFile&& all) {
   std::map<int64_t, TraceFile> by_pid;
-  for (const TraceEvent& e : all.events) {
+  all.events.for_each([&](const TraceEvent& e) {
     const int64_t pid = all.thread_pid[e.thread];
-    if (pid < 0) continue;
+    if (pid < 0) return;
     TraceFile& part = by_pid[pid];
     if (part.path.empty()) {
       part.path = all.path;
@@ -42,8 +42,8 @@ std::vector<std::pair<int, TraceFile>> split_by_process(TraceFile&& all) {
     copy.thread = part.threads.intern(all.threads[e.thread]);
     if (part.thread_pid.size() < part.threads.size()) part.thread_pid.push_back(pid);
     copy.process_group = part.names.intern(all.names[e.process_group]);
-    part.events.push_back(copy);
-  }
+    part.add(copy);
+  });
   std::vector<std::pair<int, TraceFile>> out;
   for (auto& [pid, part] : by_pid) out.emplace_back(static_cast<int>(pid), std::move(part));
   return out;
@@ -91,7 +91,7 @@ TraceJob read_job(const std::vector<std::string>& files, const std::map<std::str
   std::map<int, std::string> path_of_rank;
   std::optional<std::pair<int, std::string>> world_from;  // (world size, the file that said it)
   std::optional<std::pair<std::string, std::string>> backend_from;
-  const auto add = [&](int rank, const std::string& path, const TraceFile& trace) {
+  const auto add = [&](int rank, const std::string& path, TraceFile& trace) {
     if (const auto other = path_of_rank.find(rank); other != path_of_rank.end()) {
       throw DataError(
           fmt::format("{} and {} are both rank {}: give one trace per rank (--rank-map FILE=RANK where a "

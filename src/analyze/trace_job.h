@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "analyze/rank_steps.h"
-#include "analyze/trace_event.h"
+#include "analyze/trace_file.h"
 
 namespace ddp {
 

@@ -13,6 +13,14 @@
 #include "analyze/trace_stream.h"
 #include "ddpscope/error.h"
 
+// RapidJSON's hook for a stream's whitespace (its name, its namespace).
+namespace rapidjson {
+template <>
+inline void SkipWhitespace(ddp::TraceStream& is) {
+  is.skip_whitespace();
+}
+}  // namespace rapidjson
+
 namespace ddp {
 namespace {
 
@@ -349,7 +357,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     t.bytes = bytes > 0 && bytes < 9e18 ? static_cast<int64_t>(bytes) : -1;
     if (!e.process_group.empty()) t.process_group = out_.names.intern(e.process_group);
     t.correlation = e.correlation;
-    out_.events.push_back(t);
+    out_.add(t);
   }
 
   static int64_t pid_number(const std::string& pid) {

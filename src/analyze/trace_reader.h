@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "analyze/trace_event.h"
+#include "analyze/trace_file.h"
 
 namespace ddp {
 

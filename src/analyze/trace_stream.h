@@ -32,6 +32,15 @@ class TraceStream {
   std::size_t PutEnd(char*) { return 0; }
   // NOLINTEND(readability-identifier-naming)
 
+  // Past spaces, tabs and line ends, a buffer at a time: Kineto indents every field, and
+  // RapidJSON's own skipping takes a character per call.
+  void skip_whitespace() {
+    while (next_ < end_ || refill()) {
+      while (next_ < end_ && (*next_ == ' ' || *next_ == '\n' || *next_ == '\r' || *next_ == '\t')) ++next_;
+      if (next_ < end_) return;
+    }
+  }
+
  private:
   bool refill();  // false at the end; throws DataError on a damaged or truncated file
 

@@ -30,7 +30,7 @@ class Events {
     e.kind = kind;
     e.bytes = bytes;
     e.correlation = correlation;
-    t.events.push_back(e);
+    t.add(e);
     return *this;
   }
   TraceFile t;

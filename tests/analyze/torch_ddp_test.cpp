@@ -79,10 +79,12 @@ TEST_F(TorchDdp, PlainPythonInEveryStepIsMeasuredAndFound) {
 }
 
 TEST_F(TorchDdp, ABalancedJobHasNoStragglerRunAfterRun) {
-  // Three ranks on two cores: oversubscribed, yet balanced.
+  // Two ranks on two cores. Three would not be balanced: the rank that shares a core computes
+  // measurably slower (0.139 s against 0.105 s in one run seen here), a real straggler that a
+  // trace, holding no scheduler statistics, cannot tell from a slow core.
   for (int run = 0; run < 2; ++run) {
-    const nlohmann::json a = traced("balanced", "--ranks 3");
-    EXPECT_EQ(a["ranks"].size(), 3u);
+    const nlohmann::json a = traced("balanced", "--ranks 2");
+    EXPECT_EQ(a["ranks"].size(), 2u);
     EXPECT_TRUE(a["straggler"].is_null()) << a.dump(2);
   }
 }

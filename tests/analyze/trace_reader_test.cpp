@@ -54,17 +54,21 @@ std::string error_of(const std::string& path) {
 }
 
 TEST(TraceReader, KeepsKinetosCompleteEventsInNanosecondsWithTheirCollectiveMetadata) {
-  const TraceFile t = read_trace_text(kKineto, "k.json");
+  TraceFile t = read_trace_text(kKineto, "k.json");
   EXPECT_EQ(t.dialect, TraceFile::Dialect::kKineto);
   EXPECT_EQ(t.distributed.rank, 1);
   EXPECT_EQ(t.distributed.world_size, 2);
   EXPECT_EQ(t.distributed.backend, "nccl");
-  ASSERT_EQ(t.events.size(), 2u);  // the flow and the "Trace" span are not kept
-  EXPECT_EQ(t.names[t.events[0].name], "ProfilerStep#4");
-  EXPECT_EQ(t.events[0].start_ns, 1000500);
-  EXPECT_EQ(t.events[0].duration_ns, 250250);
-  EXPECT_EQ(t.events[0].kind, EventKind::kHostOp);
-  const TraceEvent& kernel = t.events[1];
+  const std::vector<TraceEvent> events = t.events.sorted();
+  ASSERT_EQ(events.size(), 2u);  // the flow and the "Trace" span are not kept
+  EXPECT_EQ(t.names[events[0].name], "ProfilerStep#4");
+  EXPECT_EQ(events[0].start_ns, 1000500);
+  EXPECT_EQ(events[0].duration_ns, 250250);
+  EXPECT_EQ(events[0].kind, EventKind::kHostOp);
+  ASSERT_EQ(t.step_markers.size(), 1u);  // the step marker, known before the events are read in order
+  EXPECT_EQ(t.gpu_kernels, 1);
+  EXPECT_EQ(t.collective_kernels, 1);
+  const TraceEvent& kernel = events[1];
   EXPECT_EQ(kernel.kind, EventKind::kGpuKernel);
   EXPECT_EQ(kernel.bytes, 4096);  // 1024 floats
   EXPECT_EQ(t.names[kernel.process_group], "0");
@@ -73,36 +77,39 @@ TEST(TraceReader, KeepsKinetosCompleteEventsInNanosecondsWithTheirCollectiveMeta
 }
 
 TEST(TraceReader, ReadsTheLegacyArrayAndGlooSizesFromTheInputDims) {
-  const TraceFile t = read_trace_text(
+  TraceFile t = read_trace_text(
       R"([{"name": "gloo:all_reduce", "ph": "X", "ts": 5, "dur": 3, "tid": 2, "pid": "CPU functions",
            "args": {"Input Dims": [[100, 3], [7]], "Input type": ["float", "long"]}},
           {"name": "aten::mm", "ph": "X", "ts": 1, "dur": 1, "tid": 1, "pid": "CPU functions", "args": {}}])",
       "legacy.json");
   EXPECT_EQ(t.dialect, TraceFile::Dialect::kLegacyArray);
   EXPECT_FALSE(t.distributed.rank.has_value());
-  ASSERT_EQ(t.events.size(), 2u);
-  EXPECT_EQ(t.events[0].bytes, 1200);  // the first input: 100 x 3 floats
-  EXPECT_EQ(t.events[1].bytes, -1);
-  EXPECT_EQ(t.thread_pid[t.events[0].thread], -1);  // "CPU functions" is no process id
+  const std::vector<TraceEvent> events = t.events.sorted();  // in start order: aten::mm first
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].bytes, 1200);  // the first input: 100 x 3 floats
+  EXPECT_EQ(events[0].bytes, -1);
+  EXPECT_EQ(t.thread_pid[events[1].thread], -1);  // "CPU functions" is no process id
 }
 
 TEST(TraceReader, KnowsDdpscopesOwnTraceByItsProducer) {
   RankTrace rank;
   rank.rank = 1;
   rank.spans.push_back(Span{0, 1000, static_cast<uint16_t>(Phase::kForward), TraceThread::kCompute, 0, 0});
-  const TraceFile t = read_trace_text(chrome_trace_json({rank}, 0), "trace.json");
+  TraceFile t = read_trace_text(chrome_trace_json({rank}, 0), "trace.json");
   EXPECT_EQ(t.dialect, TraceFile::Dialect::kDdpscope);
-  ASSERT_EQ(t.events.size(), 1u);
-  EXPECT_EQ(t.names[t.events[0].name], "forward");
-  EXPECT_EQ(t.thread_pid[t.events[0].thread], 1);
+  const std::vector<TraceEvent> events = t.events.sorted();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(t.names[events[0].name], "forward");
+  EXPECT_EQ(t.thread_pid[events[0].thread], 1);
 }
 
 TEST(TraceReader, InflatesGzipAsItReadsAndReadsPlainFilesAlike) {
   const auto dir = fresh_dir("trace_reader_gzip");
-  const TraceFile plain = read_trace(write(dir / "a.json", kKineto).string());
-  const TraceFile packed = read_trace(write_gzip(dir / "a.json.gz", kKineto).string());
-  ASSERT_EQ(plain.events.size(), packed.events.size());
-  EXPECT_EQ(plain.events[1].start_ns, packed.events[1].start_ns);
+  TraceFile plain = read_trace(write(dir / "a.json", kKineto).string());
+  TraceFile packed = read_trace(write_gzip(dir / "a.json.gz", kKineto).string());
+  const std::vector<TraceEvent> a = plain.events.sorted(), b = packed.events.sorted();
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a[1].start_ns, b[1].start_ns);
 }
 
 TEST(TraceReader, NamesTheFileAndWhatIsWrongWithIt) {

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <queue>
+#include <string>
 
 #include "ddpscope/error.h"
 
@@ -15,11 +17,30 @@ namespace {
 
 bool by_start(const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; }
 
+std::string temporary_folder() {
+  const char* set = std::getenv("TMPDIR");
+  return set != nullptr && *set != '\0' ? set : "/tmp";
+}
+
 [[noreturn]] void temporary_file_failed(const char* what) {
   throw DataError(
-      fmt::format("cannot {} the trace's events in a temporary file ({}): set TMPDIR to a folder with "
-                  "free space",
-                  what, std::strerror(errno)));
+      fmt::format("cannot {} the trace's events in a temporary file in {} ({}): set TMPDIR to a "
+                  "folder with free space",
+                  what, temporary_folder(), std::strerror(errno)));
+}
+
+// A file in TMPDIR that no other process can name: removed as soon as it is open.
+std::FILE* unnamed_temporary_file() {
+  std::string name = temporary_folder() + "/ddpscope-events-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) temporary_file_failed("keep");
+  ::unlink(name.c_str());
+  std::FILE* file = ::fdopen(fd, "w+b");
+  if (file == nullptr) {
+    ::close(fd);
+    temporary_file_failed("keep");
+  }
+  return file;
 }
 
 // One run being read back: a window of it in memory.
@@ -63,8 +84,7 @@ void EventStore::push_back(const TraceEvent& e) {
 
 void EventStore::spill() {
   if (!file_) {
-    file_.reset(std::tmpfile());
-    if (!file_) temporary_file_failed("open");
+    file_.reset(unnamed_temporary_file());
   }
   sort_run();
   const std::size_t first = runs_.empty() ? 0 : runs_.back().first + runs_.back().count;

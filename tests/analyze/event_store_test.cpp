@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 
 #include "analyze/event_store.h"
 #include "analyze/rank_steps.h"
 #include "analyze/trace_reader.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
 namespace {
@@ -44,6 +46,25 @@ TEST(EventStore, GivesTheEventsInStartOrderTiesAsAddedInMemoryOrMergedFromDisk) 
     }
   }
   EXPECT_TRUE(stored({}, 3).empty());
+}
+
+TEST(EventStore, AFolderThatCannotHoldTheRunsIsAnErrorNamingIt) {
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before ? before : "";
+  ::setenv("TMPDIR", "/nonexistent-ddpscope-folder", 1);
+  EventStore store(2);
+  try {
+    for (const TraceEvent& e : shuffled_events(5)) store.push_back(e);
+    ADD_FAILURE() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("in /nonexistent-ddpscope-folder (No such file or directory): set TMPDIR"),
+              std::string::npos)
+        << e.what();
+  }
+  if (before)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
 }
 
 // A real trace's steps, its events kept in memory or spilled in runs of 1000 (41 runs).

@@ -27,6 +27,12 @@ std::vector<ReportPoints> arrival_lags(const TraceAnalysis& a) {
   return out;
 }
 
+double mean_step_ms(const TraceAnalysis& a) {
+  double sum = 0;
+  for (const RankBreakdown& b : a.ranks) sum += b.step_ms;
+  return sum / static_cast<double>(a.ranks.size());
+}
+
 }  // namespace
 
 std::string analysis_report_html(const TraceAnalysis& a, const std::string& command) {
@@ -63,6 +69,15 @@ std::string analysis_report_html(const TraceAnalysis& a, const std::string& comm
         view.predicted_speedups.push_back({row.link, {}});
       }
       view.predicted_speedups.back().points.emplace_back(row.devices, row.throughput);
+      // Per step, not per run: the measured step beside the traced device count's row.
+      const bool traced = row.devices == a.job.world_size && row.link == "measured";
+      view.predictions.push_back({.label = "step",
+                                  .interconnect = row.link,
+                                  .devices = static_cast<double>(row.devices),
+                                  .predicted_wall_seconds = row.step_ms / 1e3,
+                                  .band = row.band,
+                                  .measured_wall_seconds = traced ? mean_step_ms(a) / 1e3 : kNaN,
+                                  .error = kNaN});
     }
   }
   std::vector<FindingView> findings;

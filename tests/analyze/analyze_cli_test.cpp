@@ -120,6 +120,13 @@ TEST(AnalyzeCli, WritesTheReportAndOneTraceOfAllRanksAlignedByTheirCollectives) 
   EXPECT_NE(html.find("ddpscope analyze report"), std::string::npos);
   EXPECT_NE(html.find("Rank 1 holds the others back"), std::string::npos);
   EXPECT_NE(html.find("--report &#39;my report.html&#39;"), std::string::npos) << "the command, quoted";
+  // The what-if rows with their bands; the traced count's row beside the measured step.
+  const std::size_t table = html.find("<table id=\"predictions\">");
+  ASSERT_NE(table, std::string::npos);
+  const std::string rows = html.substr(table, html.find("</table>", table) - table);
+  EXPECT_NE(rows.find("predicted step"), std::string::npos);
+  EXPECT_NE(rows.find("<td class=\"num\">2</td><td>measured</td>"), std::string::npos) << rows;
+  EXPECT_NE(rows.find(" ± "), std::string::npos) << rows;
 
   const nlohmann::json merged = nlohmann::json::parse(ddp::testing::read_text(dir / "merged.json"));
   EXPECT_EQ(merged["traceEvents"].size(), 19u);  // 2 x (3 names, 3 steps, 3 collectives), 1 finding

@@ -20,6 +20,7 @@ namespace {
 struct AnalyzeOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> rank_map;
+  std::vector<std::string> scaling_from;
   bool json = false;
   std::string report;
   std::string trace;
@@ -63,12 +64,19 @@ void add_analyze_command(CLI::App& app, int argc, char** argv) {
       "analyze", "read a PyTorch or Lightning job's per-rank traces (torch.profiler, .json or .json.gz)");
   analyze->add_option("paths", options->inputs, "trace files, folders of them, or glob patterns")->required();
   analyze->add_option("--rank-map", options->rank_map, "FILE=RANK: the rank of a trace that does not say it");
+  analyze->add_option("--scaling-from", options->scaling_from,
+                      "PATH: the same training traced at another device count (a file, folder or pattern per "
+                      "job); the what-if's compute is fitted across them");
   analyze->add_flag("--json", options->json, "print the analysis as one JSON object (ddpscope.analyze/1)");
   analyze->add_option("--report", options->report, "also write the doctor's report.html of the analysis here");
   analyze->add_option("--trace", options->trace, "also write one Chrome trace of all ranks here (Perfetto)");
   analyze->callback([options, argc, argv] {
     const std::map<std::string, int> rank_map = parse_rank_map(options->rank_map);
-    TraceAnalysis analysis = analyze_job(read_job(trace_files(options->inputs), rank_map, progress_on_terminal()));
+    std::vector<TracedScale> others;
+    for (const std::string& path : options->scaling_from)
+      others.push_back(traced_scale(analyze_job(read_job(trace_files({path}), rank_map, progress_on_terminal()))));
+    TraceAnalysis analysis =
+        analyze_job(read_job(trace_files(options->inputs), rank_map, progress_on_terminal()), others);
     if (!options->report.empty()) {
       write_file_atomically(options->report, analysis_report_html(analysis, shell_command({argv, argv + argc})));
     }

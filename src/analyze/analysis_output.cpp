@@ -1,6 +1,7 @@
 // The analysis as text (the doctor's layout: the table, the straggler, the findings, the
 // notes) and as JSON.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iterator>
@@ -64,11 +65,18 @@ std::string analysis_text(const TraceAnalysis& a) {
   }
   if (a.prediction) {
     const TracePrediction& p = *a.prediction;
+    const std::string compute =
+        p.fitted_devices.empty()
+            ? fmt::format("the slowest rank's measured {:.3f} ms of compute per step", p.compute_ms)
+            : fmt::format(
+                  "compute per step fitted across the traced jobs at {} devices: {:.3f} ms on one, {:+.1f} % "
+                  "per added device",
+                  fmt::join(p.fitted_devices, ", "), p.compute_ms, 100 * p.contention);
     fmt::format_to(
         to,
-        "\nOn other devices and links (the slowest rank's measured {:.3f} ms of compute per step; {} "
-        "collective{} of {} per step as ring allreduces; {:.0f} % of their time exposed, as measured):\n",
-        p.compute_ms, p.bytes_per_step.size(), p.bytes_per_step.size() == 1 ? "" : "s",
+        "\nOn other devices and links ({}; {} collective{} of {} per step as ring allreduces; {:.0f} % of "
+        "their time exposed, as measured):\n",
+        compute, p.bytes_per_step.size(), p.bytes_per_step.size() == 1 ? "" : "s",
         std::all_of(p.bytes_per_step.begin(), p.bytes_per_step.end(), [](int64_t b) { return b > 0; })
             ? fmt::format("{:.1f} MB", std::accumulate(p.bytes_per_step.begin(), p.bytes_per_step.end(), 0.0) / 1e6)
             : std::string("unknown size"),
@@ -162,6 +170,8 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
           {{"name", l.name}, {"alpha_seconds", l.alpha_seconds}, {"beta_bytes_per_second", l.beta_bytes_per_second}});
     }
     j["prediction"] = {{"compute_ms", p.compute_ms},
+                       {"contention", p.contention},
+                       {"fitted_devices", p.fitted_devices},
                        {"exposed_share", p.exposed_share},
                        {"bytes_per_step", p.bytes_per_step},
                        {"links", links},

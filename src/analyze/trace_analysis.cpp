@@ -198,7 +198,7 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
 
 }  // namespace
 
-TraceAnalysis analyze_job(TraceJob job) {
+TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) {
   TraceAnalysis a;
   a.job = std::move(job);
   a.notes = a.job.notes;
@@ -237,7 +237,7 @@ TraceAnalysis analyze_job(TraceJob job) {
     }
   }
   a.findings = findings_of(a);
-  a.prediction = predict_from_traces(a, a.no_prediction);
+  a.prediction = predict_from_traces(a, a.no_prediction, others);
   return a;
 }
 

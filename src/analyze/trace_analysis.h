@@ -51,7 +51,9 @@ struct TraceAnalysis {
   std::vector<std::string> notes;
 };
 
-TraceAnalysis analyze_job(TraceJob job);
+// `others`: the same training traced at other device counts (analyze --scaling-from), to fit
+// how its compute grows with the devices.
+TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others = {});
 
 // The text verdict.
 std::string analysis_text(const TraceAnalysis& analysis);

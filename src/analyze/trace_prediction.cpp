@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "doctor/interconnect.h"
 #include "doctor/prediction_band.h"
@@ -47,9 +48,44 @@ std::optional<TraceLink> measured_link(const TraceAnalysis& a) {
   return link;
 }
 
+// compute(N) = c1 * (1 + k (N - 1)) by least squares over the jobs: (c1, k), or nullopt when
+// they hold one device count only.
+std::optional<std::pair<double, double>> fit_compute(const std::vector<TracedScale>& jobs) {
+  double mean_x = 0, mean_y = 0;
+  for (const TracedScale& j : jobs) {
+    mean_x += j.devices - 1;
+    mean_y += j.compute_ms;
+  }
+  mean_x /= static_cast<double>(jobs.size());
+  mean_y /= static_cast<double>(jobs.size());
+  double sxx = 0, sxy = 0;
+  for (const TracedScale& j : jobs) {
+    sxx += (j.devices - 1 - mean_x) * (j.devices - 1 - mean_x);
+    sxy += (j.devices - 1 - mean_x) * (j.compute_ms - mean_y);
+  }
+  if (sxx <= 0) return std::nullopt;
+  // Ranks that keep their per-device batch do not speed each other up: a slope below zero is
+  // the jobs' noise, and extrapolated it would promise more than linear scaling.
+  const double slope = std::max(0.0, sxy / sxx);
+  const double c1 = slope > 0 ? mean_y - slope * mean_x : mean_y;
+  if (c1 <= 0) return std::nullopt;
+  return std::pair{c1, slope / c1};
+}
+
 }  // namespace
 
-std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::string& why) {
+TracedScale traced_scale(const TraceAnalysis& a) {
+  TracedScale out;
+  out.devices = static_cast<int>(a.ranks.size());
+  for (const RankBreakdown& b : a.ranks) {
+    out.compute_ms = std::max(out.compute_ms, b.step_ms - b.part_ms[index(StepPart::kCommWait)]);
+    out.spread = std::max(out.spread, b.step_ms > 0 ? b.step_ms_stddev / b.step_ms : 0.0);
+  }
+  return out;
+}
+
+std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::string& why,
+                                                   const std::vector<TracedScale>& others) {
   TracePrediction p;
   const TracedRank& first = a.job.ranks.front();
   const bool sized = std::all_of(first.steps.collectives.begin(), first.steps.collectives.end(),
@@ -57,9 +93,15 @@ std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::
   const bool matched = a.collectives && a.collectives->matched > 0;
   const int world = static_cast<int>(a.ranks.size());
   double comm_wait = 0;
-  for (const RankBreakdown& b : a.ranks) {
-    comm_wait += b.part_ms[index(StepPart::kCommWait)];
-    p.compute_ms = std::max(p.compute_ms, b.step_ms - b.part_ms[index(StepPart::kCommWait)]);
+  for (const RankBreakdown& b : a.ranks) comm_wait += b.part_ms[index(StepPart::kCommWait)];
+  std::vector<TracedScale> jobs = others;
+  jobs.push_back(traced_scale(a));
+  p.compute_ms = jobs.back().compute_ms;
+  if (const auto fitted = fit_compute(jobs)) {
+    std::tie(p.compute_ms, p.contention) = *fitted;
+    for (const TracedScale& j : jobs) p.fitted_devices.push_back(j.devices);
+    std::sort(p.fitted_devices.begin(), p.fitted_devices.end());
+    p.fitted_devices.erase(std::unique(p.fitted_devices.begin(), p.fitted_devices.end()), p.fitted_devices.end());
   }
   const double n = static_cast<double>(a.ranks.size());
   // One step's collectives: the step with the most of them.
@@ -103,22 +145,25 @@ std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::
       "samples per second (the per-device batch is not in a trace): throughput is relative to one "
       "device");
   const auto ring_share = [](int devices) { return 2.0 * (devices - 1) / devices; };
-  double spread = 0;  // the ranks' largest step-to-step standard deviation, relative to their step
-  for (const RankBreakdown& b : a.ranks) spread = std::max(spread, b.step_ms > 0 ? b.step_ms_stddev / b.step_ms : 0.0);
+  // Each traced job is a measured point of the band: it grows with the distance from the nearest.
   const WorkloadConfig same;  // the traces give no sizes: only the device count differs
-  const MeasuredPoint traced{.devices = static_cast<int>(n),
-                             .batch_size = same.batch_size,
-                             .hidden_size = same.hidden_size,
-                             .hidden_layers = same.hidden_layers,
-                             .error = spread};
+  std::vector<MeasuredPoint> traced;
+  for (const TracedScale& j : jobs) {
+    traced.push_back({.devices = j.devices,
+                      .batch_size = same.batch_size,
+                      .hidden_size = same.hidden_size,
+                      .hidden_layers = same.hidden_layers,
+                      .error = j.spread});
+  }
+  const auto compute_at = [&](int devices) { return std::max(0.0, p.compute_ms * (1 + p.contention * (devices - 1))); };
   for (const TraceLink& link : p.links) {
-    for (int devices : {1, 2, 4, 8, 16}) {
+    for (int devices : {1, 2, 3, 4, 8, 16}) {  // 3: the seed's question
       TracePredictionRow row;
       row.devices = devices;
       row.link = link.name;
       WorkloadConfig at = same;
       at.devices = devices;
-      row.band = prediction_band({traced}, at).relative;
+      row.band = prediction_band(traced, at).relative;
       if (sized) {
         for (int64_t bytes : p.bytes_per_step) {
           row.comm_ms += 1e3 * ring_allreduce_seconds(devices, static_cast<double>(bytes), link.alpha_seconds,
@@ -127,8 +172,8 @@ std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::
       } else {
         row.comm_ms = transfer * ring_share(devices) / ring_share(world);
       }
-      row.step_ms = p.compute_ms + p.exposed_share * row.comm_ms;
-      row.throughput = row.step_ms > 0 ? devices * p.compute_ms / row.step_ms : 0;
+      row.step_ms = compute_at(devices) + p.exposed_share * row.comm_ms;
+      row.throughput = row.step_ms > 0 ? devices * compute_at(1) / row.step_ms : 0;
       p.rows.push_back(row);
     }
   }

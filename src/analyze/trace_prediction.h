@@ -30,8 +30,22 @@ struct TracePredictionRow {
   double band = 0;
 };
 
+// One traced job of the training, at its device count: what the prediction's compute is fitted
+// to when traces at other device counts are given (analyze --scaling-from).
+struct TracedScale {
+  int devices = 1;
+  double compute_ms = 0;  // the slowest rank's step without its communication waits
+  double spread = 0;      // its steps' largest relative standard deviation
+};
+
 struct TracePrediction {
-  double compute_ms = 0;               // mean over ranks: the step without waiting for communication
+  // The slowest rank's step without waiting for communication: on one device where fitted
+  // across traced jobs, else as the one job measured it (each rank keeps its speed).
+  double compute_ms = 0;
+  // Fitted across the jobs: compute(N) = compute_ms * (1 + contention * (N - 1)), ranks of one
+  // machine slowing each other (the doctor's compute_contention); 0 with one job.
+  double contention = 0;
+  std::vector<int> fitted_devices;     // the device counts fitted, with two or more jobs
   double exposed_share = 1;            // of the collectives' time, not hidden under compute
   std::vector<double> bytes_per_step;  // rank 0's collectives of one step
   std::vector<TraceLink> links;
@@ -39,7 +53,11 @@ struct TracePrediction {
   std::vector<std::string> unknown;  // numbers the traces lack, in words
 };
 
+TracedScale traced_scale(const TraceAnalysis& analysis);
+
 // nullopt (with the reason in `why`) when the traces cannot price a step's communication.
-std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& analysis, std::string& why);
+// `others`: the same training traced at other device counts, to fit the compute's growth.
+std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& analysis, std::string& why,
+                                                   const std::vector<TracedScale>& others = {});
 
 }  // namespace ddp

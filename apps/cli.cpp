@@ -21,6 +21,7 @@
 #include "run_options.h"
 #include "train/options.h"
 #include "train/regression_task.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {

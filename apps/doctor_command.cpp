@@ -24,6 +24,7 @@
 #include "train/options.h"
 #include "train/parse_value.h"
 #include "train/regression_task.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {

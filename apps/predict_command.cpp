@@ -20,6 +20,7 @@
 #include "doctor/scaling_model.h"
 #include "run_options.h"
 #include "train/options.h"
+#include "train/run_config.h"
 #include "train/run_summary.h"
 
 namespace ddp {

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   ddp::RegressionModel model(config);
   ddp::Trainer trainer(config.trainer, ddp::join_world(config.trainer));
   trainer.fit(model, data);
-  const ddp::RunSummary& stats = trainer.stats();
+  const ddp::RunSummary& stats = ddp::run_summary(trainer);
   const double wall = stats.wall_seconds;
   const int64_t micro_batches = epochs * (full + (rest ? 1 : 0));
   const double flops =

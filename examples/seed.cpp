@@ -6,6 +6,7 @@
 // seed's [B,1,1] vs [B,1] broadcast is a bug), and device utilization is sampled by the
 // trainer's monitor instead of initialising NVML inside every step.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -93,5 +94,9 @@ int main() {
   if (trainer.is_global_zero()) {
     const double elapsed_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
     std::printf("Training completed in %.2f seconds\n", elapsed_time);
+    const ddp::TrainingStats stats = trainer.stats();
+    std::printf("%lld epochs, %lld optimizer steps on %d devices, %.0f samples/s, final val_loss %.4f\n",
+                static_cast<long long>(stats.epochs), static_cast<long long>(stats.optimizer_steps), stats.world_size,
+                stats.samples_per_second, stats.final_val_loss.value_or(NAN));
   }
 }

@@ -1,7 +1,7 @@
 #pragma once
 // A 64-byte aligned, zero-initialised float array: the storage for parameters, gradients,
 // optimizer state, activations and batches. Move-only; never reallocates. Host memory: the
-// GPU engine keeps its own (src/gpu/).
+// GPU engine keeps its own.
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>

@@ -1,7 +1,10 @@
 #pragma once
-// Every option of a run as plain structs with the seed's defaults. Parsed and
-// validated in one place (options.cpp); printed into hparams.yaml and summary.json.
+// The options of a run a library user sets, as plain structs with the seed's defaults: the
+// Trainer's (Lightning's Trainer arguments) and the data's. The command line parses and
+// validates them (with the model's and optimizer's) in one place, the option table behind
+// --help, and prints them into hparams.yaml and summary.json.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +24,13 @@ struct DataOptions {
   uint64_t seed = 0;
 };
 
+// --limit-train-batches: a count of micro-batches per epoch, or a fraction of the epoch's (at
+// least one).
+struct BatchLimit {
+  double fraction = 1.0;         // used when count is not set
+  std::optional<int64_t> count;  // micro-batches
+};
+
 // Lightning's Trainer arguments. Field order lets the seed write
 // Trainer({.strategy = Strategy::kDdp, .devices = 3, .max_epochs = 200, .accumulate_grad_batches = 3}).
 struct TrainerOptions {
@@ -33,8 +43,7 @@ struct TrainerOptions {
   int64_t max_steps = -1;  // -1: no limit
   int64_t accumulate_grad_batches = 1;
   int64_t check_val_every_n_epoch = 1;
-  double limit_train_batches = 1.0;  // a fraction of the epoch's batches, or a count:
-  bool limit_train_batches_is_count = false;
+  BatchLimit limit_train_batches;
   int64_t log_every_n_steps = 50;  // counted in optimizer steps
   int threads_per_device = 1;
   uint64_t seed = 0;  // the samplers' shuffle seed
@@ -64,21 +73,5 @@ struct TrainerOptions {
 // The resolved options as (name, text) in the option table's order: what hparams.yaml and
 // summary.json record and what ranks compare before they train together.
 using Hparams = std::vector<std::pair<std::string, std::string>>;
-
-struct Config {
-  MlpShape model;
-  std::string activation = "relu";
-  DataOptions data;
-  OptimizerConfig optimizer;
-  bool weight_decay_given = false;  // else PyTorch's default for the optimizer (AdamW: 0.01)
-  // The last --logger text when it was not a valid list, and what was expected instead:
-  // refused by validate_config after the checks that come before it, as a later --logger
-  // that is valid replaces it.
-  std::string refused_logger;
-  std::string refused_logger_expected;
-  TrainerOptions trainer;
-  std::string preset;       // "" or "seed"
-  std::string config_file;  // --config FILE.yaml, when given
-};
 
 }  // namespace ddp

@@ -1,6 +1,6 @@
 #pragma once
 // The errors a user can act on: each carries its message and the documented exit code.
-// (Our own bugs are DDP_CHECK failures instead, src/base/check.h.)
+// (Our own bugs are not these: they stop the process with a message that says so.)
 #include <stdexcept>
 #include <string>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The options that name one of a few choices, as enums, each with its spellings in the
-// order --help and the error messages list them. The option table (options.cpp) parses and
-// prints them through these; hparams.yaml and summary.json hold the spellings.
+// order --help and the error messages list them. The option table parses and prints them
+// through these; hparams.yaml and summary.json hold the spellings.
 #include <array>
 #include <optional>
 #include <string>

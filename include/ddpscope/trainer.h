@@ -1,21 +1,20 @@
 #pragma once
 // Lightning's Trainer for MLPs: fit() runs the epochs, the training steps with gradient
-// accumulation, validation, logging and timing. Where it trains (alone or as
-// one rank of an MPI world) is decided before it, by join_world (train/world_join.h); what
-// it writes is RunOutputs' (train/run_outputs.h). The step itself is Trainer's train_epoch
-// in trainer.cpp: fetch, forward and loss, the loss gradient, backward with the reducer,
-// optimizer.
+// accumulation, validation, logging and timing. Where it trains (alone or as one rank of an
+// MPI world) is decided before it, by join_world (ddpscope/world_join.h). It writes its logs,
+// checkpoints and summary.json under log_dir().
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 
 #include "ddpscope/config.h"
 #include "ddpscope/module.h"
+#include "ddpscope/training_stats.h"
 #include "ddpscope/world_join.h"
 
 namespace ddp {
 
-struct RunSummary;  // train/run_summary.h: what the run measured, as summary.json holds it
+struct RunSummary;
 
 class Trainer {
  public:
@@ -31,13 +30,16 @@ class Trainer {
   int world_size() const;
   const std::filesystem::path& log_dir() const;
   int64_t global_step() const;
-  const RunSummary& stats() const;
+  // After fit(): what it measured.
+  TrainingStats stats() const;
   // After fit's setup: the checkpoint being resumed is already at --max-epochs or --max-steps.
   bool nothing_left_to_train() const;
 
  private:
   class Run;  // one fit(): the loop's state and its helpers
   std::unique_ptr<Run> run_;
+  // The whole record, for ddpscope's own command line and tests: not part of the library.
+  friend const RunSummary& run_summary(const Trainer& trainer);
 };
 
 }  // namespace ddp

@@ -9,7 +9,6 @@
 #include <optional>
 #include <utility>
 
-#include "ddpscope/communicator.h"
 #include "ddpscope/config.h"
 
 namespace ddp {
@@ -23,11 +22,16 @@ std::optional<int> run_ranks_if_launcher(const TrainerOptions& options, bool ver
 // --devices and --num-nodes, and every rank's hparams against rank zero's, so ranks with
 // different options never train together), or one rank alone: started without mpirun, or
 // with --strategy single (one process training alone inside a multi-rank job).
+class Communicator;  // what ranks say to each other: internal to ddpscope
+
 class World {
  public:
-  static World alone() { return World(make_local_communicator()); }
-  explicit World(Communicator& shared) : comm_(&shared) {}  // the process's MPI world
-  explicit World(std::unique_ptr<Communicator> owned) : comm_(owned.get()), owned_(std::move(owned)) {}
+  static World alone();
+  explicit World(Communicator& shared);  // the process's MPI world
+  explicit World(std::unique_ptr<Communicator> owned);
+  World(World&&) noexcept;
+  World& operator=(World&&) noexcept;
+  ~World();
   Communicator& comm() const { return *comm_; }
 
  private:

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

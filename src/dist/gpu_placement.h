@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

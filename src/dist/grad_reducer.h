@@ -26,9 +26,9 @@
 #include <span>
 #include <vector>
 
-#include "ddpscope/communicator.h"
 #include "ddpscope/mlp.h"
 #include "dist/bucket_plan.h"
+#include "dist/communicator.h"
 #include "observe/arrival_buffer.h"
 #include "observe/span_buffer.h"
 

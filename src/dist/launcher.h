@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

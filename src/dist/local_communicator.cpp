@@ -3,8 +3,8 @@
 
 #include <array>
 
-#include "ddpscope/communicator.h"
 #include "ddpscope/error.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 namespace {

@@ -3,7 +3,7 @@
 // dead or stopped rank ends the job with exit code 4 instead of a hang.
 #include <memory>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

@@ -17,8 +17,8 @@
 #include <span>
 #include <vector>
 
-#include "ddpscope/communicator.h"
 #include "ddpscope/optimizer.h"
+#include "dist/communicator.h"
 #include "dist/grad_reducer.h"
 
 namespace ddp {

@@ -4,7 +4,7 @@
 // the watchdog ends the job with a wrong exit 4.
 #include <functional>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The process's MPI world, started once on first use and finalised at exit, so that
 // several Trainers in one process (tests, compare) share it: MPI cannot start twice.
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

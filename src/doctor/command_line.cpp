@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "train/options.h"
+#include "train/run_config.h"
 
 namespace ddp {
 

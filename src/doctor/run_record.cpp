@@ -8,6 +8,7 @@
 #include "ddpscope/error.h"
 #include "doctor/child_process.h"
 #include "doctor/command_line.h"
+#include "train/run_config.h"
 
 namespace ddp {
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ddpscope/config.h"
+#include "train/run_config.h"
 #include "train/run_summary.h"
 
 namespace ddp {

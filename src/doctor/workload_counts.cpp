@@ -10,6 +10,7 @@
 #include "ddpscope/layer_layout.h"
 #include "dist/bucket_plan.h"
 #include "train/epoch_plan.h"
+#include "train/run_config.h"
 #include "train/run_summary.h"
 
 namespace ddp {
@@ -45,8 +46,7 @@ WorkloadCounts count_workload(const WorkloadConfig& c) {
   WorkloadCounts n;
   const int64_t world = c.devices;
   n.samples_per_rank = samples_per_rank(c.dataset_size, static_cast<int>(world));
-  const EpochPlan plan = plan_epoch(n.samples_per_rank, c.batch_size,
-                                    {c.limit_train_batches, c.limit_train_batches_is_count}, c.accumulate_grad_batches);
+  const EpochPlan plan = plan_epoch(n.samples_per_rank, c.batch_size, c.limit_train_batches, c.accumulate_grad_batches);
   n.micro_batches_per_epoch = plan.micro_batches;
   n.train_samples_per_epoch =
       plan.micro_batches == plan.full_batches ? n.samples_per_rank : plan.micro_batches * c.batch_size;
@@ -100,7 +100,6 @@ WorkloadConfig workload_for(const Config& config, int devices) {
   w.log_every_n_steps = t.log_every_n_steps;
   w.check_val_every_n_epoch = t.check_val_every_n_epoch;
   w.limit_train_batches = t.limit_train_batches;
-  w.limit_train_batches_is_count = t.limit_train_batches_is_count;
   w.bucket_cap_mb = t.bucket_cap_mb;
   w.sync_every_micro_batch = t.sync_every_micro_batch;
   w.monitor_per_step = t.monitor_mode == MonitorMode::kPerStep;

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "train/run_config.h"
 
 namespace ddp {
 
@@ -27,8 +28,7 @@ struct WorkloadConfig {
   int64_t accumulate_grad_batches = 1;  // k
   int64_t log_every_n_steps = 50;
   int64_t check_val_every_n_epoch = 1;
-  double limit_train_batches = 1.0;  // a fraction of the epoch's batches, or a count:
-  bool limit_train_batches_is_count = false;
+  BatchLimit limit_train_batches;
   double bucket_cap_mb = 25.0;
   bool sync_every_micro_batch = false;
   bool monitor_per_step = false;          // --monitor-mode per-step: a probe in every micro-batch
@@ -83,8 +83,7 @@ int64_t validation_samples_for_rank(int64_t dataset_size, int devices, int rank)
 WorkloadConfig workload_from_summary(const RunSummary& summary);
 
 // A run's workload from its typed configuration on `devices` ranks (the configuration's own
-// device count, often 0 for auto, is not read): what the doctor runs and predicts. Whether
-// limit_train_batches is a count or a fraction is the configuration's flag, not a guess.
+// device count, often 0 for auto, is not read): what the doctor runs and predicts.
 WorkloadConfig workload_for(const Config& config, int devices);
 
 // Whether workload_for reads this option (snake_case): the options whose value changes the

@@ -8,6 +8,7 @@
 #include "ddpscope/error.h"
 #include "dist/mpi_communicator.h"
 #include "gpu/visible_gpus.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ddpscope/config.h"
+#include "train/run_config.h"
 
 namespace ddp {
 

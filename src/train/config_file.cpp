@@ -15,6 +15,7 @@
 #include "train/memory_check.h"
 #include "train/options.h"
 #include "train/parse_value.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {

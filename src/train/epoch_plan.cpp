@@ -23,7 +23,8 @@ EpochPlan plan_epoch(int64_t rank_samples, int64_t batch_size, BatchLimit limit,
   EpochPlan plan;
   plan.full_batches = ceil_div(rank_samples, batch_size);
   // Compared as doubles: a count near 2^63 does not convert back to int64_t.
-  const double limited = limit.is_count ? limit.value : std::max(1.0, std::floor(plan.full_batches * limit.value));
+  const double limited =
+      limit.count ? static_cast<double>(*limit.count) : std::max(1.0, std::floor(plan.full_batches * limit.fraction));
   plan.micro_batches =
       limited >= static_cast<double>(plan.full_batches) ? plan.full_batches : static_cast<int64_t>(limited);
   plan.optimizer_steps = ceil_div(plan.micro_batches, accumulate);

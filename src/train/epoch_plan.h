@@ -6,13 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace ddp {
+#include "ddpscope/config.h"
 
-// --limit-train-batches: a count of micro-batches, or a fraction of the epoch's (at least one).
-struct BatchLimit {
-  double value = 1.0;
-  bool is_count = false;
-};
+namespace ddp {
 
 struct EpochPlan {
   int64_t full_batches = 0;     // of the rank's samples, before the limit

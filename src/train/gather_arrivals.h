@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 #include "observe/arrival_buffer.h"
 #include "train/run_summary.h"
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <optional>
 #include <vector>
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 #include "dist/grad_reducer.h"
 #include "observe/host_load.h"
 #include "observe/phase_clock.h"

@@ -9,6 +9,7 @@
 
 #include "data/teacher_dataset.h"
 #include "ddpscope/error.h"
+#include "train/run_config.h"
 #include "train/trace_size.h"
 
 namespace ddp {
@@ -80,8 +81,7 @@ MemoryNeed memory_need(const Config& c) {
     const int world = std::max(c.trainer.devices, 1);
     const auto known_samples = static_cast<int64_t>(std::min(samples, 0x1p62));
     const EpochPlan plan = plan_epoch(samples_per_rank(known_samples, world), c.data.batch_size,
-                                      {c.trainer.limit_train_batches, c.trainer.limit_train_batches_is_count},
-                                      c.trainer.accumulate_grad_batches);
+                                      c.trainer.limit_train_batches, c.trainer.accumulate_grad_batches);
     const auto buckets = static_cast<int64_t>(widths.size()) - 1;  // at most one per layer
     need.trace = trace_size(plan, epochs_to_run(c.trainer.max_epochs, c.trainer.max_steps, plan), buckets).bytes();
   }

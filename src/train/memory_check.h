@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ddpscope/config.h"
+#include "train/run_config.h"
 
 namespace ddp {
 

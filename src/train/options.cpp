@@ -9,6 +9,7 @@
 
 #include "ddpscope/error.h"
 #include "train/parse_value.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {
@@ -191,17 +192,18 @@ OptionSpec limit_train_batches_option() {
       named("limit-train-batches", "trainer", "a fraction of each epoch's batches (with a point, in (0,1]) or a count");
   spec.set = [](Config& c, const std::string& v) {
     const std::string accepted = "a fraction in (0,1] (with a point, e.g. 0.25) or a count >= 1";
-    const bool fraction = v.find_first_of(".eE") != std::string::npos;
-    const double x = fraction ? parse_real("limit-train-batches", v)
-                              : static_cast<double>(parse_int("limit-train-batches", v, 1, kNoMax, accepted));
-    if (fraction && !(x > 0 && x <= 1)) reject_value("limit-train-batches", v, accepted);
-    c.trainer.limit_train_batches = x;
-    c.trainer.limit_train_batches_is_count = !fraction;
+    if (v.find_first_of(".eE") == std::string::npos) {
+      c.trainer.limit_train_batches = {.count = parse_int("limit-train-batches", v, 1, kNoMax, accepted)};
+      return;
+    }
+    const double x = parse_real("limit-train-batches", v);
+    if (!(x > 0 && x <= 1)) reject_value("limit-train-batches", v, accepted);
+    c.trainer.limit_train_batches = {.fraction = x};
   };
   spec.get = [](const Config& c) {
-    const double x = c.trainer.limit_train_batches;
-    if (c.trainer.limit_train_batches_is_count) return std::to_string(static_cast<int64_t>(x));
-    return x == 1.0 ? std::string("1.0") : format_real(x);
+    const BatchLimit& limit = c.trainer.limit_train_batches;
+    if (limit.count) return std::to_string(*limit.count);
+    return limit.fraction == 1.0 ? std::string("1.0") : format_real(limit.fraction);
   };
   return spec;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ddpscope/config.h"
+#include "train/run_config.h"
 
 namespace ddp {
 

@@ -1,4 +1,5 @@
 #include "train/regression_task.h"
+#include "train/run_config.h"
 
 namespace ddp {
 

@@ -6,6 +6,7 @@
 
 #include "ddpscope/config.h"
 #include "ddpscope/module.h"
+#include "train/run_config.h"
 
 namespace ddp {
 

@@ -3,10 +3,10 @@
 // position), and what the Trainer says when a checkpoint leaves nothing to train.
 #include <cstdint>
 
-#include "ddpscope/communicator.h"
 #include "ddpscope/config.h"
 #include "ddpscope/mlp.h"
 #include "ddpscope/optimizer.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

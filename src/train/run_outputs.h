@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "ddpscope/communicator.h"
 #include "ddpscope/config.h"
 #include "ddpscope/mlp.h"
 #include "ddpscope/optimizer.h"
+#include "dist/communicator.h"
 #include "log/logger.h"
 #include "observe/trace_writer.h"
 #include "train/checkpoint.h"

@@ -8,6 +8,7 @@
 #include "ddpscope/config.h"
 #include "ddpscope/error.h"
 #include "train/options.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {

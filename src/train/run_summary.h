@@ -20,6 +20,7 @@
 #include "observe/sched_stats.h"
 #include "observe/thread_census.h"
 #include "train/epoch_spread.h"
+#include "train/run_config.h"
 
 namespace ddp {
 
@@ -127,6 +128,10 @@ struct RunSummary {
 };
 
 bool operator==(const RunSummary& a, const RunSummary& b);
+
+// After a Trainer's fit(): the whole record (Trainer::stats() gives a library user its part).
+class Trainer;
+const RunSummary& run_summary(const Trainer& trainer);
 
 nlohmann::ordered_json to_json(const RunSummary& summary);
 

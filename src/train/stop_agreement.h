@@ -2,7 +2,7 @@
 // Collective, after an optimizer step: the stop signal every rank acts on. A signal may
 // reach the ranks at different steps, so they agree on it with one small allreduce and all
 // stop at the same step (with SIGINT if any rank got one, else SIGTERM), so they exit alike.
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 

@@ -104,8 +104,7 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
 
 EpochPlan Trainer::Run::rank_epoch_plan() const {
   return plan_epoch(samples_per_rank(train_spec_.dataset->size(), comm_.size()), train_spec_.batch_size,
-                    {options_.limit_train_batches, options_.limit_train_batches_is_count},
-                    options_.accumulate_grad_batches);
+                    options_.limit_train_batches, options_.accumulate_grad_batches);
 }
 
 void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
@@ -161,8 +160,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
   std::vector<int64_t> order = epoch_order(train_spec_.dataset->size(), train_spec_.shuffle, options_.seed, epoch());
   if (comm_.size() > 1) order = shard_for_rank(order, comm_.size(), comm_.rank());
   const EpochPlan plan = plan_epoch(static_cast<int64_t>(order.size()), train_spec_.batch_size,
-                                    {options_.limit_train_batches, options_.limit_train_batches_is_count},
-                                    options_.accumulate_grad_batches);
+                                    options_.limit_train_batches, options_.accumulate_grad_batches);
   const int64_t skip = skip_trained(order, plan);
   train_loader_->start_epoch(epoch(), std::move(order), plan.micro_batches - skip);
 
@@ -342,7 +340,23 @@ bool Trainer::is_global_zero() const { return run_->is_global_zero(); }
 int Trainer::world_size() const { return run_->world_size(); }
 const std::filesystem::path& Trainer::log_dir() const { return run_->log_dir(); }
 int64_t Trainer::global_step() const { return run_->global_step(); }
-const RunSummary& Trainer::stats() const { return run_->stats(); }
+TrainingStats Trainer::stats() const {
+  const RunSummary& s = run_->stats();
+  return {.world_size = s.world_size,
+          .strategy = s.strategy,
+          .accelerator = s.accelerator,
+          .epochs = s.epochs,
+          .optimizer_steps = s.optimizer_steps,
+          .train_samples = s.train_samples,
+          .wall_seconds = s.wall_seconds,
+          .samples_per_second = s.samples_per_second(),
+          .final_train_loss = s.final_train_loss,
+          .final_val_loss = s.final_val_loss,
+          .gradient_allreduces = s.allreduce.calls,
+          .gradient_bytes = s.allreduce.bytes};
+}
+
+const RunSummary& run_summary(const Trainer& trainer) { return trainer.run_->stats(); }
 bool Trainer::nothing_left_to_train() const { return run_->nothing_left(); }
 
 }  // namespace ddp

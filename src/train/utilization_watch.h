@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ddpscope/communicator.h"
 #include "ddpscope/config.h"
+#include "dist/communicator.h"
 #include "log/logger.h"
 #include "observe/device_monitor.h"
 #include "observe/trace_writer.h"

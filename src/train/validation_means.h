@@ -5,7 +5,7 @@
 // the ranks' lists may differ in length and in names.
 #include <vector>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 #include "log/logger.h"
 #include "train/metric_sink.h"
 

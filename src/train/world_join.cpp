@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ddpscope/error.h"
+#include "dist/communicator.h"
 #include "dist/launcher.h"
 #include "dist/mpi_communicator.h"
 #include "dist/world.h"
@@ -43,6 +44,13 @@ ResolvedOptions options_to_compare(const Hparams& hparams, const TrainerOptions&
 }
 
 }  // namespace
+
+World World::alone() { return World(make_local_communicator()); }
+World::World(Communicator& shared) : comm_(&shared) {}
+World::World(std::unique_ptr<Communicator> owned) : comm_(owned.get()), owned_(std::move(owned)) {}
+World::World(World&&) noexcept = default;
+World& World::operator=(World&&) noexcept = default;
+World::~World() = default;
 
 std::optional<int> run_ranks_if_launcher(const TrainerOptions& options, bool verbose) {
   if (options.devices <= 1 || launched_by_mpi()) return std::nullopt;

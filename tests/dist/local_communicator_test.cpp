@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "ddpscope/communicator.h"
+#include "dist/communicator.h"
 
 namespace ddp {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "doctor/ablation.h"
 #include "doctor/workload_counts.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {

@@ -28,6 +28,7 @@
 #include "doctor/run_noise.h"
 #include "support/run_command.h"
 #include "train/options.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {

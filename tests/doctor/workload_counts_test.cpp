@@ -7,6 +7,7 @@
 #include "ddpscope/config.h"
 #include "ddpscope/error.h"
 #include "train/options.h"
+#include "train/run_config.h"
 #include "train/run_summary.h"
 
 namespace ddp {
@@ -105,14 +106,12 @@ TEST(WorkloadCounts, SyncEveryMicroBatchAndLimitTrainBatches) {
   c.sync_every_micro_batch = true;
   EXPECT_EQ(count_workload(c).syncs_per_epoch, 7);
   c.sync_every_micro_batch = false;
-  c.limit_train_batches = 4;
-  c.limit_train_batches_is_count = true;
+  c.limit_train_batches = {.count = 4};
   WorkloadCounts n = count_workload(c);
   EXPECT_EQ(n.micro_batches_per_epoch, 4);
   EXPECT_EQ(n.train_samples_per_epoch, 4 * 256);
   EXPECT_EQ(n.optimizer_steps_per_epoch, 2);
-  c.limit_train_batches = 0.5;
-  c.limit_train_batches_is_count = false;
+  c.limit_train_batches = {.fraction = 0.5};
   n = count_workload(c);
   EXPECT_EQ(n.micro_batches_per_epoch, 3);  // floor(7 * 0.5)
 }
@@ -154,7 +153,7 @@ TEST(WorkloadCounts, ReadsASummary) {
   EXPECT_EQ(w.epochs, 4);  // what completed, not max_epochs
   EXPECT_EQ(w.hidden_size, 128);
   EXPECT_EQ(w.accumulate_grad_batches, 3);
-  EXPECT_FALSE(w.limit_train_batches_is_count);
+  EXPECT_FALSE(w.limit_train_batches.count);
   EXPECT_TRUE(w.monitor_per_step);
   EXPECT_FALSE(w.on_gpu);  // a summary from before the GPU engine: a CPU's
   EXPECT_TRUE(w.cuda_graph);
@@ -185,15 +184,15 @@ Config seed_with_limit(const std::string& limit) {
 TEST(WorkloadFor, LimitTrainBatchesAsACountOrAFractionGivesItsOwnWorkload) {
   // One device: 5000 samples in 20 micro-batches of 256 (19 full, one of 136).
   const WorkloadConfig count = workload_for(seed_with_limit("3"), 1);
-  EXPECT_TRUE(count.limit_train_batches_is_count);
+  EXPECT_TRUE(count.limit_train_batches.count);
   EXPECT_EQ(count_workload(count).micro_batches_per_epoch, 3);
   EXPECT_EQ(count_workload(count).train_samples_per_epoch, 3 * 256);
   const WorkloadConfig half = workload_for(seed_with_limit("0.5"), 1);
-  EXPECT_FALSE(half.limit_train_batches_is_count);
+  EXPECT_FALSE(half.limit_train_batches.count);
   EXPECT_EQ(count_workload(half).micro_batches_per_epoch, 10);
   // 1.0 is the whole epoch, not one batch.
   const WorkloadConfig whole = workload_for(seed_with_limit("1.0"), 1);
-  EXPECT_FALSE(whole.limit_train_batches_is_count);
+  EXPECT_FALSE(whole.limit_train_batches.count);
   EXPECT_EQ(count_workload(whole).micro_batches_per_epoch, 20);
   EXPECT_EQ(count_workload(whole).train_samples_per_epoch, 5000);
   // A count of 1 is one batch.
@@ -222,8 +221,8 @@ TEST(WorkloadFor, AgreesWithTheConfigAsWrittenToSummaryJson) {
     const WorkloadConfig typed = workload_for(config, 2);
     const Config written = typed_config(options_from_json(config_json(resolved_options(config))), "config");
     const WorkloadConfig read = workload_for(written, 2);
-    EXPECT_EQ(typed.limit_train_batches_is_count, read.limit_train_batches_is_count) << limit;
-    EXPECT_DOUBLE_EQ(typed.limit_train_batches, read.limit_train_batches) << limit;
+    EXPECT_EQ(typed.limit_train_batches.count, read.limit_train_batches.count) << limit;
+    EXPECT_DOUBLE_EQ(typed.limit_train_batches.fraction, read.limit_train_batches.fraction) << limit;
     const WorkloadCounts a = count_workload(typed), b = count_workload(read);
     EXPECT_EQ(a.micro_batches_per_epoch, b.micro_batches_per_epoch) << limit;
     EXPECT_EQ(a.optimizer_steps, b.optimizer_steps) << limit;

@@ -22,3 +22,7 @@ cmake --build "$work/user" -j "$(nproc)" >/dev/null
 cd "$work"
 "$work/user/seed" | tee "$work/seed.out"
 grep -q '^Training completed in [0-9.]* seconds$' "$work/seed.out" || { echo "FAIL: the seed did not report its time" >&2; exit 1; }
+# Trainer::stats(), read through the installed headers only: 200 epochs of 5000 samples on 3
+# ranks (1667 each: 7 batches of 256, accumulated by 3) are 600 optimizer steps.
+grep -q '^200 epochs, 600 optimizer steps on 3 devices, [0-9]* samples/s, final val_loss [0-9.]*$' "$work/seed.out" ||
+  { echo "FAIL: the seed did not report Trainer::stats()" >&2; exit 1; }

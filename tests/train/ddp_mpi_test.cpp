@@ -13,6 +13,7 @@
 #include "support/mpi_world.h"
 #include "support/run_command.h"
 #include "train/regression_task.h"
+#include "train/run_config.h"
 #include "train/run_summary.h"
 
 namespace ddp {
@@ -48,7 +49,7 @@ std::vector<float> train_params(const Config& c, int64_t* allreduce_calls = null
   RegressionModel model(c);
   Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
-  if (allreduce_calls) *allreduce_calls = trainer.stats().allreduce.calls;
+  if (allreduce_calls) *allreduce_calls = trainer.stats().gradient_allreduces;
   const auto p = model.network().params();
   return {p.begin(), p.end()};
 }
@@ -187,8 +188,7 @@ TEST(Ddp, ValidationLossIsTheExactGlobalMean) {
   c.data.dataset_size = 7;
   c.trainer.max_steps = -1;
   c.trainer.max_epochs = 1;
-  c.trainer.limit_train_batches = 1;
-  c.trainer.limit_train_batches_is_count = true;
+  c.trainer.limit_train_batches = {.count = 1};
   c.optimizer.lr = 1e-30;  // the parameters stay (almost exactly) at their initialisation
   RegressionDataModule data(c);
   RegressionModel model(c);

@@ -21,11 +21,11 @@ TEST(EpochPlan, ThreeRanksShareTheEpochWithPadding) {
 }
 
 TEST(EpochPlan, LimitIsACountOrAFractionOfAtLeastOneBatch) {
-  EXPECT_EQ(plan_epoch(100, 16, {.value = 3, .is_count = true}, 1).micro_batches, 3);
-  EXPECT_EQ(plan_epoch(100, 16, {.value = 30, .is_count = true}, 1).micro_batches, 7);    // never more than the epoch
-  EXPECT_EQ(plan_epoch(100, 16, {.value = 0.5, .is_count = false}, 1).micro_batches, 3);  // floor(7 * 0.5)
-  EXPECT_EQ(plan_epoch(100, 16, {.value = 0.01, .is_count = false}, 1).micro_batches, 1);
-  EXPECT_EQ(plan_epoch(100, 16, {.value = 0.5, .is_count = false}, 2).optimizer_steps, 2);
+  EXPECT_EQ(plan_epoch(100, 16, {.count = 3}, 1).micro_batches, 3);
+  EXPECT_EQ(plan_epoch(100, 16, {.count = 30}, 1).micro_batches, 7);      // never more than the epoch
+  EXPECT_EQ(plan_epoch(100, 16, {.fraction = 0.5}, 1).micro_batches, 3);  // floor(7 * 0.5)
+  EXPECT_EQ(plan_epoch(100, 16, {.fraction = 0.01}, 1).micro_batches, 1);
+  EXPECT_EQ(plan_epoch(100, 16, {.fraction = 0.5}, 2).optimizer_steps, 2);
 }
 
 TEST(EpochPlan, TheOptimizerStepsOnEveryKthAndTheLastMicroBatch) {
@@ -42,7 +42,7 @@ TEST(EpochPlan, EachStepsMicroBatchSizesEndWithTheEpochsShortBatch) {
   ASSERT_EQ(seed.size(), 7u);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(seed[i], (std::vector<int64_t>{256, 256, 256})) << "step " << i;
   EXPECT_EQ(seed[6], (std::vector<int64_t>{256, 136}));
-  EXPECT_EQ(step_micro_batch_sizes(100, 16, plan_epoch(100, 16, {.value = 3, .is_count = true}, 2), 2),
+  EXPECT_EQ(step_micro_batch_sizes(100, 16, plan_epoch(100, 16, {.count = 3}, 2), 2),
             (Steps{{16, 16}, {16}}));  // a limit ends the epoch before its short batch
   EXPECT_EQ(step_micro_batch_sizes(32, 16, plan_epoch(32, 16, {}, 1), 1), (Steps{{16}, {16}}));
   EXPECT_TRUE(step_micro_batch_sizes(0, 16, plan_epoch(0, 16, {}, 1), 1).empty());

@@ -12,6 +12,7 @@
 #include "ddpscope/error.h"
 #include "support/run_command.h"
 #include "train/options.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {
@@ -141,14 +142,14 @@ TEST(RunSummary, ATypedConfigComesBackThroughTheOptionTable) {
   Config config = read_back(to_json(s)).typed_config();
   EXPECT_EQ(config.trainer.accumulate_grad_batches, 3);
   EXPECT_EQ(config.preset, "seed");
-  EXPECT_FALSE(config.trainer.limit_train_batches_is_count);
-  EXPECT_DOUBLE_EQ(config.trainer.limit_train_batches, 0.5);
+  EXPECT_FALSE(config.trainer.limit_train_batches.count);
+  EXPECT_DOUBLE_EQ(config.trainer.limit_train_batches.fraction, 0.5);
   for (const char* limit : {"1.0", "3", "1"}) {
     Config with;
     apply_option(with, "limit-train-batches", limit);
     s.options = resolved_options(with);
     config = read_back(to_json(s)).typed_config();
-    EXPECT_EQ(config.trainer.limit_train_batches_is_count, std::string(limit) != "1.0") << limit;
+    EXPECT_EQ(config.trainer.limit_train_batches.count.has_value(), std::string(limit) != "1.0") << limit;
     EXPECT_EQ(resolved_options(config), resolved_options(with)) << limit;
   }
   s.options = {{"no_such_option", "1"}};

@@ -5,6 +5,7 @@
 #include "ddpscope/config.h"
 #include "observe/span_buffer.h"
 #include "train/memory_check.h"
+#include "train/run_config.h"
 
 namespace ddp {
 namespace {

@@ -16,6 +16,7 @@
 #include "support/run_command.h"
 #include "train/options.h"
 #include "train/regression_task.h"
+#include "train/run_config.h"
 #include "train/run_summary.h"
 
 namespace ddp {
@@ -126,15 +127,14 @@ TEST(Trainer, MaxStepsStopsInsideAnEpoch) {
 }
 
 TEST(Trainer, LimitTrainBatchesCountAndFraction) {
-  for (const auto& [limit, is_count, steps] : {std::tuple{3.0, true, 6}, std::tuple{0.5, false, 6}}) {
+  for (const auto& [limit, steps] : {std::pair{BatchLimit{.count = 3}, 6}, std::pair{BatchLimit{.fraction = 0.5}, 6}}) {
     Config c = small_config("limit");
     c.trainer.limit_train_batches = limit;
-    c.trainer.limit_train_batches_is_count = is_count;
     RegressionDataModule data(c);
     RegressionModel model(c);
     Trainer trainer(c.trainer, join_world(c.trainer));
     trainer.fit(model, data);
-    EXPECT_EQ(trainer.global_step(), steps) << limit;  // 3 batches per epoch, 2 epochs
+    EXPECT_EQ(trainer.global_step(), steps) << limit.fraction;  // 3 batches per epoch, 2 epochs
   }
 }
 

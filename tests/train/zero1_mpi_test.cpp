@@ -15,6 +15,7 @@
 #include "support/mpi_world.h"
 #include "train/checkpoint.h"
 #include "train/regression_task.h"
+#include "train/run_config.h"
 #include "train/run_summary.h"
 
 namespace ddp {
@@ -56,7 +57,7 @@ Trained train(const Config& c) {
   Trainer trainer(c.trainer, join_world(c.trainer));
   trainer.fit(model, data);
   const auto p = model.network().params();
-  return {{p.begin(), p.end()}, trainer.stats(), trainer.log_dir()};
+  return {{p.begin(), p.end()}, run_summary(trainer), trainer.log_dir()};
 }
 
 double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {

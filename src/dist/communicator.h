@@ -32,7 +32,7 @@ class Communicator {
   virtual void allreduce_sum(std::span<float> data) = 0;
   virtual void allreduce_sum(std::span<double> data) = 0;
   // In-place means over all ranks (the sum times 1/W, as the reducer always averaged), of
-  // host memory (GPU ranks average over NCCL, src/gpu/nccl_comm.h).
+  // host memory (GPU ranks average over NCCL instead).
   virtual void allreduce_mean(std::span<float> data) = 0;
   // Starts one; data must stay alive and untouched until it holds the mean, once wait()
   // returns or test() returned true.

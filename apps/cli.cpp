@@ -27,7 +27,7 @@ namespace ddp {
 namespace {
 
 int run_train(const CLI::App& command, const RunOptions& run, bool overwrite) {
-  Config config = resolve_config(typed_options(command, run), run.preset, run.config_file);
+  Config config = resolve_config(given_options(command, run), run.preset, run.config_file);
   validate_config(config);
   config.trainer.overwrite = overwrite;
   if (config.trainer.strategy == Strategy::kSingle && launched_by_mpi() && launcher_world_size() > 1) {

@@ -83,7 +83,7 @@ constexpr int64_t kMaxRepeats = 10;
 int run(CLI::App& command, RunOptions& options, const std::string& devices_text, bool overwrite, bool ablations,
         int repeats, int argc, char** argv) {
   const bool devices_given = command.get_option("--devices")->count() > 0;
-  Config config = resolve_config(typed_options(command, options), options.preset, options.config_file);
+  Config config = resolve_config(given_options(command, options), options.preset, options.config_file);
   std::vector<std::string> notes;
   std::vector<int> devices;
   if (doctor_on_gpu(config)) {

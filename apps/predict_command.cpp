@@ -121,7 +121,7 @@ std::string table_key(std::string name) {
 // The options given by name, as typed: on the command line, then in the --config file.
 std::vector<std::string> named_options(const CLI::App& command, const RunOptions& run) {
   std::vector<std::string> names;
-  for (const auto& [name, value] : typed_options(command, run)) names.push_back(name);
+  for (const auto& [name, value] : given_options(command, run)) names.push_back(name);
   if (!run.config_file.empty()) {
     for (const auto& [name, value] : read_yaml_options(run.config_file)) {
       if (name != "preset") names.push_back(name);
@@ -176,7 +176,7 @@ void check_model(const std::string& path, const nlohmann::json& doctor, const Mo
 
 Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   // The configuration asked for, resolved and checked as train does (exit 2 on a bad value).
-  const Config asked = resolve_config(typed_options(command, o.run), o.run.preset, o.run.config_file);
+  const Config asked = resolve_config(given_options(command, o.run), o.run.preset, o.run.config_file);
   validate_config(asked);
   if (o.interconnect != "measured") find_interconnect(o.interconnect);  // UsageError naming the presets
   for (int n : o.devices_list) {

@@ -319,12 +319,12 @@ class StepMaker {
     const CollectiveOrigins origins(t_, events, thread_);
     step.forward_passes = origins.forward_passes(plan.host.start, plan.host.end);
     // Each call belongs to the step it starts in (steps are disjoint).
-    const std::size_t index = static_cast<std::size_t>(&step - out.steps.data());
+    const auto step_index = static_cast<std::size_t>(&step - out.steps.data());
     for (const TraceEvent* e : calls) {
       if (e->start_ns < step.start_ns || e->start_ns >= step.start_ns + step.duration_ns) continue;
       const CollectiveOrigins::Launch launch = origins.launch_of(*e);
       out.collectives.push_back({t_.names[e->name], t_.names[e->process_group], e->bytes, e->start_ns, e->duration_ns,
-                                 index, launch.origin, origins.forward_passes(plan.host.start, launch.at_ns)});
+                                 step_index, launch.origin, origins.forward_passes(plan.host.start, launch.at_ns)});
     }
   }
 

@@ -46,8 +46,8 @@ void check_same_epoch_cut(const LoadedCheckpoint& checkpoint, const Hparams& now
 
 }  // namespace
 
-StartPoint restore_start(const TrainerOptions& options, const Hparams& hparams, Communicator& comm, Mlp& network,
-                         Optimizer& optimizer, OptimizerKind kind) {
+LoopPosition restore_start(const TrainerOptions& options, const Hparams& hparams, Communicator& comm, Mlp& network,
+                           Optimizer& optimizer, OptimizerKind kind) {
   if (!options.init_from.empty()) {
     run_on_root_fail_everywhere(comm, 0, [&] { load_parameters(options.init_from, network); });
   }
@@ -55,7 +55,7 @@ StartPoint restore_start(const TrainerOptions& options, const Hparams& hparams, 
   const LoadedCheckpoint checkpoint = read_checkpoint(options.ckpt_path);
   restore_checkpoint(checkpoint, network, optimizer, kind);
   const TrainingPosition& at = checkpoint.position;
-  StartPoint start{at.epoch, at.next_batch, at.global_step};
+  LoopPosition start{at.epoch, at.next_batch, at.global_step};
   if (at.world_size != comm.size() && at.next_batch > 0) {
     // Another world shards the epoch differently: its micro-batch count does not carry over.
     if (comm.rank() == 0) {
@@ -72,13 +72,13 @@ StartPoint restore_start(const TrainerOptions& options, const Hparams& hparams, 
 
 // A checkpoint at --max-epochs or --max-steps leaves nothing to do: fit() says so and
 // returns, with no run folder and no throughput of zero work.
-bool nothing_left_to_train(const TrainerOptions& options, const StartPoint& at) {
+bool nothing_left_to_train(const TrainerOptions& options, const LoopPosition& at) {
   if (options.ckpt_path.empty()) return false;
   return (options.max_epochs >= 0 && at.epoch >= options.max_epochs) ||
          (options.max_steps > 0 && at.global_step >= options.max_steps);
 }
 
-void print_nothing_left(const TrainerOptions& options, const StartPoint& at) {
+void print_nothing_left(const TrainerOptions& options, const LoopPosition& at) {
   const bool by_steps = options.max_steps > 0 && at.global_step >= options.max_steps;
   const char* limit = by_steps ? "--max-steps" : "--max-epochs";
   std::printf(

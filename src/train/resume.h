@@ -10,7 +10,8 @@
 
 namespace ddp {
 
-struct StartPoint {
+// Where the loop is: set from a checkpoint at the start, advanced as training goes.
+struct LoopPosition {
   int64_t epoch = 0;
   int64_t next_batch = 0;  // micro-batches of that epoch a resumed checkpoint had done
   int64_t global_step = 0;
@@ -21,12 +22,12 @@ struct StartPoint {
 // number of ranks resumes at the start of that epoch (the shards differ), said on stderr;
 // one written inside an epoch with other data, batch size, seed or accumulation (which order
 // and cut that epoch differently; `hparams`, this run's, against the checkpoint's) is refused.
-StartPoint restore_start(const TrainerOptions& options, const Hparams& hparams, Communicator& comm, Mlp& network,
-                         Optimizer& optimizer, OptimizerKind kind);
+LoopPosition restore_start(const TrainerOptions& options, const Hparams& hparams, Communicator& comm, Mlp& network,
+                           Optimizer& optimizer, OptimizerKind kind);
 
 // The resumed checkpoint is already at --max-epochs or --max-steps.
-bool nothing_left_to_train(const TrainerOptions& options, const StartPoint& at);
+bool nothing_left_to_train(const TrainerOptions& options, const LoopPosition& at);
 // Rank zero's line for it: which limit was reached, and what to raise.
-void print_nothing_left(const TrainerOptions& options, const StartPoint& at);
+void print_nothing_left(const TrainerOptions& options, const LoopPosition& at);
 
 }  // namespace ddp

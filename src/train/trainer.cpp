@@ -80,12 +80,12 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   optimizer_ = make_optimizer(optimizer_config_, shard_->size());
   if (shard_->sharded()) {  // a checkpoint holds the whole state: each rank keeps its range of it
     const std::unique_ptr<Optimizer> whole = make_optimizer(optimizer_config_, net.num_params());
-    start_point_ = restore_start(options_, outputs_.hparams(), comm_, net, *whole, optimizer_config_.kind);
+    position_ = restore_start(options_, outputs_.hparams(), comm_, net, *whole, optimizer_config_.kind);
     shard_->take_mine(*whole, *optimizer_);
   } else {
-    start_point_ = restore_start(options_, outputs_.hparams(), comm_, net, *optimizer_, optimizer_config_.kind);
+    position_ = restore_start(options_, outputs_.hparams(), comm_, net, *optimizer_, optimizer_config_.kind);
   }
-  stats_.optimizer_steps = start_point_.global_step;
+  summary_.optimizer_steps = position_.global_step;
   if (nothing_left()) return;
   // Every rank starts from rank zero's parameters, as DDP's constructor broadcasts them
   // (before a GPU uploads them).
@@ -111,17 +111,17 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
   StopSignals signals;
   setup(module, data);
   if (nothing_left()) {
-    if (is_global_zero()) print_nothing_left(options_, start_point_);
+    if (is_global_zero()) print_nothing_left(options_, position_);
     return;
   }
   recording_.sched_start = take_sched_snapshot();  // nullopt without /proc: the summary's list stays empty
   recording_.host_load_start = take_host_load_snapshot();
   if (recording_.arrivals) start_arrival_clock();
   try {
-    for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++start_point_.epoch) {
+    for (; options_.max_epochs < 0 || epoch() < options_.max_epochs; ++position_.epoch) {
       const bool completed = train_epoch(module);
       if (completed) {
-        stats_.epochs = epoch() + 1;
+        summary_.epochs = epoch() + 1;
         if ((epoch() + 1) % options_.check_val_every_n_epoch == 0) validate(module);
         if (options_.checkpoint_every_n_epochs > 0 && (epoch() + 1) % options_.checkpoint_every_n_epochs == 0) {
           clock_.enter(Phase::kLogging);
@@ -132,12 +132,13 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
       outputs_.flush();
       if (!completed) break;
       if (epoch() + 1 < options_.max_epochs || options_.max_epochs < 0) stop_if_signalled(module, epoch() + 1, 0);
-      const double previous_end = stats_.last_epoch_end_seconds;
-      stats_.last_epoch_end_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-      if (stats_.first_epoch_end_seconds == 0) {
-        stats_.first_epoch_end_seconds = stats_.last_epoch_end_seconds;
+      const double previous_end = summary_.last_epoch_end_seconds;
+      summary_.last_epoch_end_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      if (summary_.first_epoch_end_seconds == 0) {
+        summary_.first_epoch_end_seconds = summary_.last_epoch_end_seconds;
       } else {
-        steady_epochs_.add(stats_.last_epoch_end_seconds - previous_end);
+        steady_epochs_.add(summary_.last_epoch_end_seconds - previous_end);
       }
     }
   } catch (...) {
@@ -182,7 +183,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
     const Loss loss = module.training_step(batch, i);
     check_training_loss(loss, batch);
     if (!std::isfinite(loss.value())) throw_nonfinite_loss(loss.value(), i, global_step());
-    stats_.final_train_loss = loss.value();
+    summary_.final_train_loss = loss.value();
 
     clock_.enter(Phase::kBackward);
     loss.write_gradient(work.output_gradient(), loss_scale);
@@ -194,7 +195,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
       clock_.enter(Phase::kCommWait);
       reducer_->finish();
     }
-    stats_.train_samples += batch.size;
+    summary_.train_samples += batch.size;
 
     if (step_optimizer) {
       if (shard_->sharded()) {
@@ -209,8 +210,8 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
         shard_->allgather(net.params());
       }
       net.zero_grads();
-      stats_.optimizer_steps = ++start_point_.global_step;
-      ++stats_.optimizer_steps_run;
+      summary_.optimizer_steps = ++position_.global_step;
+      ++summary_.optimizer_steps_run;
       if (global_step() % options_.log_every_n_steps == 0) log_training_metrics();
       if (options_.max_steps > 0 && global_step() >= options_.max_steps) return false;
       if (i + 1 < plan.micro_batches) stop_if_signalled(module, epoch(), i + 1);
@@ -227,7 +228,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
 // A resumed epoch skips the micro-batches its checkpoint had done: takes them off the front
 // of the epoch's order and returns how many.
 int64_t Trainer::Run::skip_trained(std::vector<int64_t>& order, const EpochPlan& plan) {
-  const int64_t skip = std::min(std::exchange(start_point_.next_batch, 0), plan.micro_batches);
+  const int64_t skip = std::min(std::exchange(position_.next_batch, 0), plan.micro_batches);
   order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * train_spec_.batch_size, order.size()));
   return skip;
 }
@@ -283,14 +284,14 @@ void Trainer::Run::validate(LightningModule& module) {
   }
   const Metrics epoch_means = validation_means(comm_, val_metrics_.entries());
   for (const auto& [name, mean] : epoch_means) {
-    if (name == "val_loss") stats_.final_val_loss = mean;
+    if (name == "val_loss") summary_.final_val_loss = mean;
   }
   clock_.enter(Phase::kLogging);
   outputs_.log_metrics(epoch_means, epoch(), std::max<int64_t>(global_step() - 1, 0));
   // An update can diverge after the last finite training loss: the logged row stays, the run fails.
-  if (stats_.final_val_loss && !std::isfinite(*stats_.final_val_loss)) {
+  if (summary_.final_val_loss && !std::isfinite(*summary_.final_val_loss)) {
     outputs_.flush();
-    throw_diverged(fmt::format("validation loss is {} after epoch {}, optimizer step {}", *stats_.final_val_loss,
+    throw_diverged(fmt::format("validation loss is {} after epoch {}, optimizer step {}", *summary_.final_val_loss,
                                epoch(), global_step()));
   }
 }
@@ -341,7 +342,7 @@ int Trainer::world_size() const { return run_->world_size(); }
 const std::filesystem::path& Trainer::log_dir() const { return run_->log_dir(); }
 int64_t Trainer::global_step() const { return run_->global_step(); }
 TrainingStats Trainer::stats() const {
-  const RunSummary& s = run_->stats();
+  const RunSummary& s = run_->summary();
   return {.world_size = s.world_size,
           .strategy = s.strategy,
           .accelerator = s.accelerator,
@@ -356,7 +357,7 @@ TrainingStats Trainer::stats() const {
           .gradient_bytes = s.allreduce.bytes};
 }
 
-const RunSummary& run_summary(const Trainer& trainer) { return trainer.run_->stats(); }
+const RunSummary& run_summary(const Trainer& trainer) { return trainer.run_->summary(); }
 bool Trainer::nothing_left_to_train() const { return run_->nothing_left(); }
 
 }  // namespace ddp

@@ -157,9 +157,9 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
     gpu_->step(sizes, std::exchange(time_next_gpu_step_, false));
     device_phases_.add_trained(static_cast<int64_t>(sizes.size()));
     next_batch += static_cast<int64_t>(sizes.size());
-    for (const int64_t size : sizes) stats_.train_samples += size;
-    stats_.optimizer_steps = ++start_point_.global_step;
-    ++stats_.optimizer_steps_run;
+    for (const int64_t size : sizes) summary_.train_samples += size;
+    summary_.optimizer_steps = ++position_.global_step;
+    ++summary_.optimizer_steps_run;
     if (global_step() % options_.log_every_n_steps == 0) {
       read_gpu_losses();
       log_training_metrics();
@@ -203,7 +203,7 @@ void Trainer::Run::read_gpu_losses() {
       throw_nonfinite_loss(loss, batch, gpu_epoch_.steps_before + j / options_.accumulate_grad_batches);
     }
     train_metrics_.record("train_loss", loss, rows);
-    stats_.final_train_loss = loss;
+    summary_.final_train_loss = loss;
   }
   if (gpu_epoch_.checked == static_cast<int64_t>(sums.size())) return;
   gpu_epoch_.checked = static_cast<int64_t>(sums.size());

@@ -70,33 +70,33 @@ void Trainer::Run::start_arrival_clock() {
 void Trainer::Run::finish(LightningModule& module) {
   if (gpu_) copy_gpu_to_host(module);
   progress_.finish();
-  if (stats_.final_train_loss) {
-    stats_.final_train_loss = global_mean({{"train_loss", *stats_.final_train_loss}})[0].second;
+  if (summary_.final_train_loss) {
+    summary_.final_train_loss = global_mean({{"train_loss", *summary_.final_train_loss}})[0].second;
   }
   clock_.enter(Phase::kLogging);
   device_phases_.attribute(clock_);  // a GPU's timed steps (nothing on CPU)
-  stats_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  stats_.steady_epochs = steady_epochs_.spread();
-  stats_.world_size = comm_.size();
+  summary_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  summary_.steady_epochs = steady_epochs_.spread();
+  summary_.world_size = comm_.size();
   const Strategy ran = options_.strategy == Strategy::kDdpZero1 ? Strategy::kDdpZero1
                        : comm_.size() > 1                       ? Strategy::kDdp
                        : options_.strategy == Strategy::kAuto   ? Strategy::kSingle
                                                                 : options_.strategy;
-  stats_.strategy = ran;
-  stats_.accelerator = gpu_ ? Accelerator::kCuda : Accelerator::kCpu;
-  stats_.gradient_transport = gpu_transport_ == GradTransport::kNccl ? GradientTransport::kNccl
-                              : comm_.size() > 1                     ? GradientTransport::kMpi
-                                                                     : GradientTransport::kNone;
-  stats_.training_flops_per_sample = module.network().training_flops_per_sample();
+  summary_.strategy = ran;
+  summary_.accelerator = gpu_ ? Accelerator::kCuda : Accelerator::kCpu;
+  summary_.gradient_transport = gpu_transport_ == GradTransport::kNccl ? GradientTransport::kNccl
+                                : comm_.size() > 1                     ? GradientTransport::kMpi
+                                                                       : GradientTransport::kNone;
+  summary_.training_flops_per_sample = module.network().training_flops_per_sample();
   // Counted while the loader, OpenMP and monitor threads of training still run; gathered after
   // the phases, so that no rank's phases include waiting at this collective.
   const ThreadCensus census = take_thread_census();
   const std::vector<PhaseCalls> phase_calls =
-      gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), stats_);
-  gather_thread_census(comm_, census, stats_);
-  gather_sched_stats(comm_, recording_.sched_start, stats_);
-  gather_host_load(comm_, recording_.host_load_start, stats_);
-  if (recording_.arrivals) gather_arrivals(comm_, *recording_.arrivals, arrivals_per_sync(), stats_);
+      gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), summary_);
+  gather_thread_census(comm_, census, summary_);
+  gather_sched_stats(comm_, recording_.sched_start, summary_);
+  gather_host_load(comm_, recording_.host_load_start, summary_);
+  if (recording_.arrivals) gather_arrivals(comm_, *recording_.arrivals, arrivals_per_sync(), summary_);
 
   // The end sample, taken before the summary and the trace are written, and logged: every
   // run, however short, ends with a device_<rank>_utilization row in its metrics.
@@ -108,12 +108,12 @@ void Trainer::Run::finish(LightningModule& module) {
     outputs_.log_metrics(utilization, last_epoch, std::max<int64_t>(global_step() - 1, 0));
     outputs_.flush();
   }
-  stats_.utilization_per_rank = utilization_->gather_series(comm_, start_);
+  summary_.utilization_per_rank = utilization_->gather_series(comm_, start_);
   if (options_.profiler == Profiler::kTrace) write_trace();
   // The model-FLOP share's denominator: this GPU's measured GEMM peak (else, in finish, the core's).
-  if (gpu_ && comm_.rank() == 0) stats_.gemm_peak_flops_per_second = gpu_->gemm_peak_flops();
+  if (gpu_ && comm_.rank() == 0) summary_.gemm_peak_flops_per_second = gpu_->gemm_peak_flops();
   check_final_parameters(module.network());
-  outputs_.finish(module.network(), stats_, phase_calls);
+  outputs_.finish(module.network(), summary_, phase_calls);
 }
 
 // Every rank's spans at rank zero, aligned to rank zero's clock, written as trace.json. Each

@@ -49,9 +49,9 @@ class Trainer::Run {
   bool is_global_zero() const { return comm_.rank() == 0; }
   int world_size() const { return comm_.size(); }
   const std::filesystem::path& log_dir() const { return outputs_.log_dir(); }
-  int64_t global_step() const { return start_point_.global_step; }
-  const RunSummary& stats() const { return stats_; }
-  bool nothing_left() const { return ddp::nothing_left_to_train(options_, start_point_); }
+  int64_t global_step() const { return position_.global_step; }
+  const RunSummary& summary() const { return summary_; }
+  bool nothing_left() const { return ddp::nothing_left_to_train(options_, position_); }
 
  private:
   void setup(LightningModule& module, LightningDataModule& data);
@@ -81,7 +81,7 @@ class Trainer::Run {
   void finish(LightningModule& module);
   void write_trace();
   Metrics global_mean(const Metrics& local);
-  int64_t epoch() const { return start_point_.epoch; }
+  int64_t epoch() const { return position_.epoch; }
 
   TrainerOptions options_;
   World world_;
@@ -92,8 +92,8 @@ class Trainer::Run {
   ProgressBar progress_;
   MetricSink train_metrics_;
   MetricSink val_metrics_;
-  StartPoint start_point_;  // advanced as training goes: the epoch, and the optimizer steps taken
-  RunSummary stats_;
+  LoopPosition position_;  // advanced as training goes: the epoch, and the optimizer steps taken
+  RunSummary summary_;
   // Each rank's own, and rank zero's is the one its summary.json keeps: the steps' allreduces
   // and the stop agreement at each epoch's end tie every rank's epoch ends to the slowest
   // rank's (within one collective's exit skew), so rank zero's epochs are the slowest rank's

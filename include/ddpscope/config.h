@@ -9,8 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "ddpscope/mlp.h"
-#include "ddpscope/optimizer.h"
 #include "ddpscope/option_enums.h"
 
 namespace ddp {

@@ -19,9 +19,9 @@
 #include "doctor_command.h"
 #include "predict_command.h"
 #include "run_options.h"
-#include "train/options.h"
-#include "train/regression_task.h"
-#include "train/run_config.h"
+#include "train/config/options.h"
+#include "train/loop/regression_task.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

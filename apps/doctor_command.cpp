@@ -20,11 +20,11 @@
 #include "doctor/doctor.h"
 #include "gpu/visible_gpus.h"
 #include "log/run_dir.h"
-#include "train/accelerator_check.h"
-#include "train/options.h"
-#include "train/parse_value.h"
-#include "train/regression_task.h"
-#include "train/run_config.h"
+#include "train/config/accelerator_check.h"
+#include "train/config/options.h"
+#include "train/config/parse_value.h"
+#include "train/loop/regression_task.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

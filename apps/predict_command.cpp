@@ -19,9 +19,9 @@
 #include "doctor/prediction_band.h"
 #include "doctor/scaling_model.h"
 #include "run_options.h"
-#include "train/options.h"
-#include "train/run_config.h"
-#include "train/run_summary.h"
+#include "train/config/options.h"
+#include "train/config/run_config.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "train/options.h"
-#include "train/parse_value.h"
+#include "train/config/options.h"
+#include "train/config/parse_value.h"
 
 namespace ddp {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The options of a run on a CLI11 subcommand. Values stay text here; the option table
-// (src/train/options.h) parses and validates them, so the command line and YAML files
+// (src/train/config/options.h) parses and validates them, so the command line and YAML files
 // share one parser.
 #include <CLI/CLI.hpp>
 

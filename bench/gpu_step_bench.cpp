@@ -22,7 +22,7 @@
 #include "ddpscope/random.h"
 #include "gpu/train_step_gpu.h"
 #include "gpu/visible_gpus.h"
-#include "train/epoch_plan.h"
+#include "train/loop/epoch_plan.h"
 
 namespace ddp {
 namespace {

@@ -16,8 +16,8 @@
 #include "ddpscope/mlp.h"
 #include "ddpscope/trainer.h"
 #include "tensor/gemm.h"
-#include "train/regression_task.h"
-#include "train/run_summary.h"
+#include "train/loop/regression_task.h"
+#include "train/records/run_summary.h"
 
 namespace {
 

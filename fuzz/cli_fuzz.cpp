@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ddpscope/error.h"
-#include "train/options.h"
+#include "train/config/options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> words;

@@ -4,7 +4,7 @@
 
 #include "ddpscope/error.h"
 #include "fuzz_input_file.h"
-#include "train/options.h"
+#include "train/config/options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = ddp::fuzz::write_input("yaml_config_fuzz", data, size);

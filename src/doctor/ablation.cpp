@@ -10,7 +10,7 @@
 #include "dist/launcher.h"
 #include "doctor/findings_catalogue.h"
 #include "doctor/workload_counts.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "ddpscope/config.h"
 #include "observe/phase.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 

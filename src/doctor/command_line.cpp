@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "train/options.h"
-#include "train/run_config.h"
+#include "train/config/options.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ddpscope/config.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 

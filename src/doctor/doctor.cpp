@@ -20,7 +20,7 @@
 #include "doctor/run_record.h"
 #include "doctor/scaling_model.h"
 #include "log/file_io.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

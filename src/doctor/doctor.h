@@ -12,7 +12,7 @@
 
 #include "ddpscope/config.h"
 #include "doctor/doctor_result.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 

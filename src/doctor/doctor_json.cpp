@@ -3,8 +3,8 @@
 
 #include "doctor/doctor_result.h"
 #include "doctor/run_noise.h"
-#include "train/options.h"
-#include "train/run_summary.h"
+#include "train/config/options.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

@@ -15,7 +15,7 @@
 #include "doctor/scaling_model.h"
 #include "doctor/size_speedup.h"
 #include "doctor/workload_counts.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 

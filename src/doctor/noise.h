@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 
-#include "train/epoch_spread.h"
+#include "train/records/epoch_spread.h"
 
 namespace ddp {
 

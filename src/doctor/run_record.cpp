@@ -8,7 +8,7 @@
 #include "ddpscope/error.h"
 #include "doctor/child_process.h"
 #include "doctor/command_line.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 

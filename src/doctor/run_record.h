@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "ddpscope/config.h"
-#include "train/run_config.h"
-#include "train/run_summary.h"
+#include "train/config/run_config.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 

@@ -9,7 +9,7 @@
 #include "ddpscope/error.h"
 #include "doctor/allreduce_probe.h"
 #include "doctor/interconnect.h"
-#include "train/run_summary.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

@@ -9,9 +9,9 @@
 #include "ddpscope/error.h"
 #include "ddpscope/layer_layout.h"
 #include "dist/bucket_plan.h"
-#include "train/epoch_plan.h"
-#include "train/run_config.h"
-#include "train/run_summary.h"
+#include "train/loop/epoch_plan.h"
+#include "train/config/run_config.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

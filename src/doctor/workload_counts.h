@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 

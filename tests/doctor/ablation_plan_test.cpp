@@ -1,6 +1,6 @@
 // Which ablations the doctor plans for a configuration: the strategy's, and a GPU's.
 #include "doctor/ablation.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 #include <gtest/gtest.h>
 

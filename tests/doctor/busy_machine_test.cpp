@@ -7,7 +7,7 @@
 
 #include "doctor/scaling_model.h"
 #include "support/run_command.h"
-#include "train/run_summary.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

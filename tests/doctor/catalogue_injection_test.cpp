@@ -14,7 +14,7 @@
 #include "doctor/findings_catalogue.h"
 #include "doctor/workload_counts.h"
 #include "support/run_command.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "doctor/findings.h"
 #include "support/run_command.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

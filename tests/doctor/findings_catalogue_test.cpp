@@ -11,7 +11,7 @@
 
 #include "doctor/ablation.h"
 #include "doctor/workload_counts.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

@@ -27,8 +27,8 @@
 #include "ddpscope/config.h"
 #include "doctor/run_noise.h"
 #include "support/run_command.h"
-#include "train/options.h"
-#include "train/run_config.h"
+#include "train/config/options.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

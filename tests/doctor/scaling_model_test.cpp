@@ -8,7 +8,7 @@
 
 #include "ddpscope/error.h"
 #include "doctor/interconnect.h"
-#include "train/run_summary.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

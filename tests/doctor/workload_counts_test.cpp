@@ -6,9 +6,9 @@
 
 #include "ddpscope/config.h"
 #include "ddpscope/error.h"
-#include "train/options.h"
-#include "train/run_config.h"
-#include "train/run_summary.h"
+#include "train/config/options.h"
+#include "train/config/run_config.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

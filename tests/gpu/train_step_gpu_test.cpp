@@ -26,7 +26,7 @@
 #include "gpu_test_support.h"
 #include "support/float_bits.h"
 #include "tensor/kernels.h"
-#include "train/epoch_plan.h"
+#include "train/loop/epoch_plan.h"
 
 namespace ddp {
 namespace {

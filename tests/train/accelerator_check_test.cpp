@@ -1,7 +1,7 @@
 // What the GPU engine cannot train (a program's own module or dataset: the CLI's datasets
 // are all the engine's) is refused for cuda on any machine, before a GPU is looked for, and
 // keeps auto on CPU.
-#include "train/accelerator_check.h"
+#include "train/config/accelerator_check.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 """Independent checks of ddpscope's checkpoint files, for tests/train/checkpoint_test.cpp.
 
 Standard library and numpy only (Debian's python3-numpy); written from the documented
-format (src/train/checkpoint.h), not from ddpscope's code. Files are read by
+format (src/train/loop/checkpoint.h), not from ddpscope's code. Files are read by
 tests/io/read_safetensors.py, the independent safetensors reader, through its command line.
 
   check_checkpoint.py write-mlp FILE 3,4,2 [--dtype F64] [--extra NAME]

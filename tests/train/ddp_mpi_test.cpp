@@ -12,9 +12,9 @@
 #include "dist/bucket_plan.h"
 #include "support/mpi_world.h"
 #include "support/run_command.h"
-#include "train/regression_task.h"
-#include "train/run_config.h"
-#include "train/run_summary.h"
+#include "train/loop/regression_task.h"
+#include "train/config/run_config.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

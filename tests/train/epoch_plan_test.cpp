@@ -1,5 +1,5 @@
 // The one epoch plan: micro-batches, optimizer steps, --limit-train-batches, max_steps.
-#include "train/epoch_plan.h"
+#include "train/loop/epoch_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Welford's one-pass spread against the two-pass textbook one.
-#include "train/epoch_spread.h"
+#include "train/records/epoch_spread.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // From every rank's arrival times at the gradient collectives to the summary's arrivals:
 // lags, the straggler, the per-step chart series, and the refusal of records that disagree.
-#include "train/gather_arrivals.h"
+#include "train/records/gather_arrivals.h"
 
 #include <gtest/gtest.h>
 

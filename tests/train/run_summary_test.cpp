@@ -1,6 +1,6 @@
 // RunSummary is summary.json as typed data: it reads back what it writes, field for field,
 // and a summary.json that ddpscope wrote is read and written again to the same text.
-#include "train/run_summary.h"
+#include "train/records/run_summary.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include "ddpscope/config.h"
 #include "ddpscope/error.h"
 #include "support/run_command.h"
-#include "train/options.h"
-#include "train/run_config.h"
+#include "train/config/options.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

@@ -1,11 +1,11 @@
-#include "train/trace_size.h"
+#include "train/records/trace_size.h"
 
 #include <gtest/gtest.h>
 
 #include "ddpscope/config.h"
 #include "observe/span_buffer.h"
-#include "train/memory_check.h"
-#include "train/run_config.h"
+#include "train/config/memory_check.h"
+#include "train/config/run_config.h"
 
 namespace ddp {
 namespace {

@@ -14,10 +14,10 @@
 #include "ddpscope/error.h"
 #include "ddpscope/world_join.h"
 #include "support/run_command.h"
-#include "train/options.h"
-#include "train/regression_task.h"
-#include "train/run_config.h"
-#include "train/run_summary.h"
+#include "train/config/options.h"
+#include "train/loop/regression_task.h"
+#include "train/config/run_config.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {

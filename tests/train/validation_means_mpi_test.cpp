@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "dist/mpi_communicator.h"
-#include "train/validation_means.h"
+#include "train/loop/validation_means.h"
 
 namespace ddp {
 namespace {

@@ -1,0 +1,235 @@
+// The Trainer's loop on GPUs: the epochs, steps, logging,
+// checkpoints and stops of trainer.cpp's CPU loop, with each optimizer step one
+// GpuTraining::step (a CUDA graph's launch, enqueued only) and the losses read from the
+// device only where the host needs them: at logging steps, before a checkpoint and at each
+// epoch's end. The host's time in the steps (launching them, and waiting for the device
+// where it reads) is the phase "other"; the step after each read is timed by CUDA events,
+// and at the run's end the device's share of "other" becomes data, forward, backward and
+// optimizer (observe/device_step_phases.h). With more than one rank, each takes its shard
+// as on CPU and the ranks average each step's gradients: over NCCL inside the step's graph,
+// or, through host memory, in the phase comm_wait (those steps are not timed).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <typeinfo>
+#include <utility>
+
+#include "base/check.h"
+#include "data/sampler.h"
+#include "ddpscope/error.h"
+#include "dist/comm_watchdog.h"
+#include "dist/gpu_placement.h"
+#include "dist/grad_transport_choice.h"
+#include "gpu/visible_gpus.h"
+#include "train/config/accelerator_check.h"
+#include "train/loop/regression_task.h"
+#include "train/loop/trainer_run.h"
+
+namespace ddp {
+
+// Decides where the run trains (accelerator_check.h) and, on a GPU, uploads the parameters
+// and the optimizer's state, restored or fresh. The GPU makes the dataset's samples itself
+// (gpu/gpu_data_spec.h), for training and validation (the same dataset, as the seed's data
+// module has it).
+void Trainer::Run::start_gpu(LightningModule& module) {
+  const std::optional<GpuDataSpec> data = gpu_data_spec(*train_spec_.dataset);
+  const bool regression_on_gpu_data = typeid(module) == typeid(RegressionModel) && data.has_value() &&
+                                      val_spec_.dataset == train_spec_.dataset &&
+                                      val_spec_.batch_size == train_spec_.batch_size;
+  TrainerOptions this_world = options_;  // its devices are the ranks it has
+  this_world.devices = comm_.size();
+  this_world.num_nodes = 1;
+  bool on_gpu = trains_on_gpu(this_world, regression_on_gpu_data);
+  if (comm_.size() > 1 && options_.accelerator == Accelerator::kAuto) {
+    // Hosts may see different GPU counts: the world trains on GPUs only where every rank can.
+    const std::vector<uint64_t> votes = comm_.allgather(uint64_t{on_gpu});
+    on_gpu = std::find(votes.begin(), votes.end(), uint64_t{0}) == votes.end();
+  }
+  if (!on_gpu) return;
+  GpuPlacement placement;
+  if (comm_.size() > 1) placement = place_on_gpus(comm_, static_cast<int>(visible_gpus().devices.size()));
+  const GradTransport transport = gpu_transport_ = choose_gpu_transport(placement);
+  GpuStepSpec spec{.shape = module.network().shape(),
+                   .optimizer = optimizer_config_,
+                   .precision = options_.precision,
+                   .batch_size = train_spec_.batch_size,
+                   .accumulate = options_.accumulate_grad_batches,
+                   .data = *data,
+                   .max_epoch_steps = rank_epoch_plan().optimizer_steps,
+                   .cuda_graph = !options_.no_cuda_graph,
+                   .device = placement.gpu,
+                   .world = comm_.size(),
+                   .rank = comm_.rank()};
+  if (transport == GradTransport::kNccl) {
+    // llm.c's start: rank 0's id, carried to the others over MPI.
+    NcclId id{};
+    if (comm_.rank() == 0) id = new_nccl_id();
+    comm_.broadcast(id, 0);
+    spec.nccl_id = id;
+    const GradReducerOptions buckets = reducer_options(options_);  // --no-overlap: one for everything
+    const std::size_t no_cap = std::numeric_limits<std::size_t>::max();
+    spec.buckets = plan_buckets(module.network().layers(), buckets.overlap ? buckets.bucket_cap_bytes : no_cap,
+                                buckets.overlap ? buckets.first_bucket_cap_bytes : no_cap);
+    spec.nccl_timeout_s = comm_timeout_from_env();
+    if (shard_->sharded()) spec.shard_counts = shard_->counts();
+  } else if (transport == GradTransport::kHostMpi) {
+    // The ranks' collectives, as the CPU loop calls them; their waits are comm_wait.
+    const auto waiting = [this](auto collective) {
+      return [this, collective](std::span<float> values) {
+        clock_.enter(Phase::kCommWait);
+        collective(values);
+        clock_.enter(Phase::kOther);
+      };
+    };
+    if (shard_->sharded()) {
+      spec.reduce_gradients = waiting([this](std::span<float> grads) { shard_->reduce_scatter_mean(grads); });
+      spec.gather_params = waiting([this](std::span<float> params) { shard_->allgather(params); });
+    } else {
+      spec.reduce_gradients = waiting([this](std::span<float> grads) { comm_.allreduce_mean(grads); });
+    }
+  }
+  if (shard_->sharded()) {  // ZeRO-1: this rank's optimizer is its range's
+    spec.update_begin = static_cast<int64_t>(shard_->begin());
+    spec.update_count = static_cast<int64_t>(shard_->size());
+  }
+  gpu_ = std::make_unique<GpuTraining>(spec, module.network().params(), *optimizer_);
+}
+
+// One transport for the whole world (dist/grad_transport_choice.h), from every rank's NCCL:
+// the lowest rank that cannot load it says why, to all. NCCL (over 200 MB) is loaded only
+// where it may be used: not for mpi, one rank on its own, or ranks sharing a GPU.
+GradTransport Trainer::Run::choose_gpu_transport(const GpuPlacement& placement) {
+  const bool may_use_nccl = options_.process_group_backend != ProcessGroupBackend::kMpi &&
+                            (comm_.size() > 1 || options_.process_group_backend == ProcessGroupBackend::kNccl) &&
+                            placement.max_ranks_per_gpu == 1;
+  NcclReadiness nccl;
+  if (may_use_nccl) {
+    const std::string why = nccl_unavailable();
+    const std::vector<uint64_t> ready = comm_.allgather(uint64_t{why.empty()});
+    const auto first_without = std::find(ready.begin(), ready.end(), uint64_t{0});
+    if (first_without != ready.end()) {
+      nccl.first_rank_without = static_cast<int>(first_without - ready.begin());
+      std::array<std::byte, 512> text{};  // the reason, cut to a fixed size for the broadcast
+      if (comm_.rank() == nccl.first_rank_without)
+        std::memcpy(text.data(), why.data(), std::min(why.size(), text.size() - 1));
+      comm_.broadcast(text, nccl.first_rank_without);
+      nccl.why = reinterpret_cast<const char*>(text.data());
+    }
+  }
+  const GradTransportChoice choice =
+      choose_grad_transport(options_.process_group_backend, placement, comm_.size(), nccl);
+  if (comm_.rank() == 0 && !choice.line.empty()) std::fprintf(stderr, "%s\n", choice.line.c_str());
+  return choice.transport;
+}
+
+bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
+  std::vector<int64_t> order = epoch_order(train_spec_.dataset->size(), train_spec_.shuffle, options_.seed, epoch());
+  if (comm_.size() > 1) order = shard_for_rank(order, comm_.size(), comm_.rank());
+  const auto samples = static_cast<int64_t>(order.size());
+  const EpochPlan plan = rank_epoch_plan();
+  const std::vector<std::vector<int64_t>> steps =
+      step_micro_batch_sizes(samples, train_spec_.batch_size, plan, options_.accumulate_grad_batches);
+  // A resumed epoch skips the steps its checkpoint had done (checkpoints are at step ends).
+  const int64_t skip = skip_trained(order, plan);
+  std::size_t step = 0;
+  for (int64_t done = 0; done < skip; ++step) {
+    done += static_cast<int64_t>(steps[step].size());
+    DDP_CHECK_LE(done, skip, "a checkpoint inside an optimizer step");
+  }
+  gpu_epoch_ = {.samples = samples,
+                .first_batch = skip,
+                .micro_batches = plan.micro_batches,
+                .steps_before = global_step(),
+                .checked = 0};
+  gpu_->start_epoch(epoch(), order, global_step(), static_cast<int64_t>(steps.size() - step));
+
+  int64_t next_batch = skip;
+  for (; step < steps.size(); ++step) {
+    const std::vector<int64_t>& sizes = steps[step];
+    if (utilization_->probes_every_step()) {  // the seed's habit, once per micro-batch as on CPU
+      clock_.enter(Phase::kMonitor);
+      for (std::size_t j = 0; j < sizes.size(); ++j) utilization_->probe();
+    }
+    clock_.enter(Phase::kOther);
+    gpu_->step(sizes, std::exchange(time_next_gpu_step_, false));
+    device_phases_.add_trained(static_cast<int64_t>(sizes.size()));
+    next_batch += static_cast<int64_t>(sizes.size());
+    for (const int64_t size : sizes) summary_.train_samples += size;
+    summary_.optimizer_steps = ++position_.global_step;
+    ++summary_.optimizer_steps_run;
+    if (global_step() % options_.log_every_n_steps == 0) {
+      read_gpu_losses();
+      log_training_metrics();
+    }
+    if (options_.max_steps > 0 && global_step() >= options_.max_steps) {
+      read_gpu_losses();
+      return false;
+    }
+    if (step + 1 < steps.size()) stop_if_signalled(module, epoch(), next_batch);
+  }
+  read_gpu_losses();
+  return true;
+}
+
+// The micro-batches' losses since the last read, each checked as the CPU's loop checks its
+// own (same message) and logged as the CPU's training_step logs it: the latest is train_loss.
+void Trainer::Run::read_gpu_losses() {
+  if (gpu_transport_ == GradTransport::kNccl && comm_.size() > 1) {
+    // The ranks meet on the host before it waits for the device: a rank that stopped would
+    // hang the others' allreduces, and here the watchdog names it (dist/comm_watchdog.h).
+    clock_.enter(Phase::kCommWait);
+    comm_.barrier();
+    clock_.enter(Phase::kOther);
+  }
+  const std::vector<double> sums = gpu_->epoch_sum_squares();
+  if (const std::optional<DeviceStepMarks> marks = gpu_->take_timed_step()) {
+    device_phases_.add_timed(device_step_times(*marks));
+    if (recording_.spans) {
+      for (const Span& span : device_step_spans(*marks)) recording_.spans->add(span);
+    }
+  }
+  time_next_gpu_step_ = true;
+  const int64_t samples = gpu_epoch_.samples, batch_size = train_spec_.batch_size;
+  const int64_t outputs = train_spec_.dataset->output_dim();
+  double loss = 0;
+  for (int64_t j = gpu_epoch_.checked; j < static_cast<int64_t>(sums.size()); ++j) {
+    const int64_t batch = gpu_epoch_.first_batch + j;
+    const int64_t rows = std::min(batch_size, samples - batch * batch_size);
+    loss = sums[static_cast<std::size_t>(j)] / static_cast<double>(rows * outputs);
+    if (!std::isfinite(loss)) {
+      throw_nonfinite_loss(loss, batch, gpu_epoch_.steps_before + j / options_.accumulate_grad_batches);
+    }
+    train_metrics_.record("train_loss", loss, rows);
+    summary_.final_train_loss = loss;
+  }
+  if (gpu_epoch_.checked == static_cast<int64_t>(sums.size())) return;
+  gpu_epoch_.checked = static_cast<int64_t>(sums.size());
+  if (progress_.enabled()) {
+    clock_.enter(Phase::kLogging);
+    const int64_t done = gpu_epoch_.first_batch + gpu_epoch_.checked;
+    progress_.update(epoch(), options_.max_epochs, done, gpu_epoch_.micro_batches, loss,
+                     /*force=*/done == gpu_epoch_.micro_batches);
+  }
+}
+
+// What validation_step logs over the whole set, as sums weighted by batch size: a batch's
+// val_loss (its squared errors over rows x outputs) times its rows adds its squared errors
+// over outputs.
+void Trainer::Run::validate_on_gpu() {
+  const double sum_squares = gpu_->validation_sum_squares(epoch());
+  val_metrics_.add_sums("val_loss", sum_squares / static_cast<double>(val_spec_.dataset->output_dim()),
+                        static_cast<double>(gpu_->validation_samples()));
+}
+
+// Before the host writes its parameters (a checkpoint, final.safetensors): the losses not yet
+// read are checked first, so that a diverged run stops with its message, not a checkpoint.
+void Trainer::Run::copy_gpu_to_host(LightningModule& module) {
+  read_gpu_losses();
+  gpu_->copy_to_host(module.network().params(), *optimizer_);
+  optimizer_->set_steps(global_step());
+}
+
+}  // namespace ddp

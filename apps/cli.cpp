@@ -20,8 +20,8 @@
 #include "predict_command.h"
 #include "run_options.h"
 #include "train/config/options.h"
-#include "train/loop/regression_task.h"
 #include "train/config/run_config.h"
+#include "train/loop/regression_task.h"
 
 namespace ddp {
 namespace {

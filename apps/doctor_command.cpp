@@ -23,8 +23,8 @@
 #include "train/config/accelerator_check.h"
 #include "train/config/options.h"
 #include "train/config/parse_value.h"
-#include "train/loop/regression_task.h"
 #include "train/config/run_config.h"
+#include "train/loop/regression_task.h"
 
 namespace ddp {
 namespace {

@@ -9,8 +9,8 @@
 #include "ddpscope/error.h"
 #include "ddpscope/layer_layout.h"
 #include "dist/bucket_plan.h"
-#include "train/loop/epoch_plan.h"
 #include "train/config/run_config.h"
+#include "train/loop/epoch_plan.h"
 #include "train/records/run_summary.h"
 
 namespace ddp {

@@ -12,8 +12,8 @@
 #include "dist/bucket_plan.h"
 #include "support/mpi_world.h"
 #include "support/run_command.h"
-#include "train/loop/regression_task.h"
 #include "train/config/run_config.h"
+#include "train/loop/regression_task.h"
 #include "train/records/run_summary.h"
 
 namespace ddp {

@@ -15,8 +15,8 @@
 #include "ddpscope/world_join.h"
 #include "support/run_command.h"
 #include "train/config/options.h"
-#include "train/loop/regression_task.h"
 #include "train/config/run_config.h"
+#include "train/loop/regression_task.h"
 #include "train/records/run_summary.h"
 
 namespace ddp {

@@ -13,9 +13,9 @@
 #include "ddpscope/trainer.h"
 #include "dist/optimizer_shard.h"
 #include "support/mpi_world.h"
+#include "train/config/run_config.h"
 #include "train/loop/checkpoint.h"
 #include "train/loop/regression_task.h"
-#include "train/config/run_config.h"
 #include "train/records/run_summary.h"
 
 namespace ddp {

@@ -19,14 +19,14 @@
 #include "observe/phase_clock.h"
 #include "observe/sched_stats.h"
 #include "train/loop/epoch_plan.h"
-#include "train/records/epoch_spread.h"
-#include "train/records/gather_arrivals.h"
 #include "train/loop/metric_sink.h"
 #include "train/loop/progress_bar.h"
 #include "train/loop/resume.h"
+#include "train/loop/utilization_watch.h"
+#include "train/records/epoch_spread.h"
+#include "train/records/gather_arrivals.h"
 #include "train/records/run_outputs.h"
 #include "train/records/run_summary.h"
-#include "train/loop/utilization_watch.h"
 
 namespace ddp {
 

@@ -19,8 +19,8 @@
 #include "observe/phase.h"
 #include "observe/sched_stats.h"
 #include "observe/thread_census.h"
-#include "train/records/epoch_spread.h"
 #include "train/config/run_config.h"
+#include "train/records/epoch_spread.h"
 
 namespace ddp {
 

@@ -11,9 +11,9 @@
 #include "dist/gather.h"
 #include "observe/thread_census.h"
 #include "observe/trace_writer.h"
+#include "train/loop/trainer_run.h"
 #include "train/records/gather_stats.h"
 #include "train/records/trace_size.h"
-#include "train/loop/trainer_run.h"
 
 namespace ddp {
 

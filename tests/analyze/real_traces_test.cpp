@@ -133,5 +133,30 @@ TEST(RealTraces, LightningsProfilerFilesOfATwoRankDdpJob) {
   }
 }
 
+// One training traced at 1, 2 and 3 devices (fixtures/README.md). Fitted from the 1- and
+// 2-rank jobs, the 3-device step is predicted within its band of what the 3-rank job took.
+// These traces were made on 2 cores, where the compute per step of the same job varies up to
+// 2x from run to run (docs/scaling-guide.md): the fit inherits it, and the band must hold it.
+TEST(RealTraces, AWhatIfFittedFromOneAndTwoRanksPredictsTheThreeRankJobWithinItsBand) {
+  const TraceAnalysis fitted =
+      analyze_job(read_job(trace_files({fixture("scaling_2")}), {}), {traced_scale(analyze("scaling_1"))});
+  ASSERT_TRUE(fitted.prediction.has_value()) << fitted.no_prediction;
+  const TracePrediction& p = *fitted.prediction;
+  EXPECT_EQ(p.fitted_devices, (std::vector<int>{1, 2}));
+  EXPECT_GE(p.contention, 0);
+  const TraceAnalysis three = analyze("scaling_3");
+  double measured_ms = 0;
+  for (const RankBreakdown& b : three.ranks) measured_ms += b.step_ms / static_cast<double>(three.ranks.size());
+  const auto row = std::find_if(p.rows.begin(), p.rows.end(),
+                                [](const TracePredictionRow& r) { return r.devices == 3 && r.link == "measured"; });
+  ASSERT_NE(row, p.rows.end());
+  EXPECT_LT(std::abs(row->step_ms - measured_ms), row->band * row->step_ms)
+      << row->step_ms << " ms predicted ± " << 100 * row->band << " %, " << measured_ms << " ms measured";
+  // Ranks that keep their per-device batch: the step grows with the devices, never shrinks.
+  for (std::size_t i = 1; i < p.rows.size(); ++i) {
+    if (p.rows[i].link == p.rows[i - 1].link) EXPECT_GE(p.rows[i].step_ms, p.rows[i - 1].step_ms);
+  }
+}
+
 }  // namespace
 }  // namespace ddp

@@ -1,7 +1,7 @@
 #pragma once
 // The Trainer's run (one fit()): its state and steps, shared by the CPU loop (trainer.cpp),
 // the GPU's (trainer_gpu.cpp) and what both record and end with (trainer_records.cpp).
-// Private to src/train.
+// Private to src/train. Checkpoints and the stop on a signal: trainer_checkpoints.cpp.
 #include <chrono>
 #include <functional>
 #include <memory>

@@ -14,18 +14,13 @@ bool is_launch_op(std::string_view name) {
   return name.starts_with("c10d::") || name.starts_with("record_param_comms") || name.starts_with("nccl:");
 }
 
-bool contains(const std::vector<Span>& spans, int64_t time) {
-  auto it = std::upper_bound(spans.begin(), spans.end(), time, [](int64_t t, const Span& s) { return t < s.first; });
-  return it != spans.begin() && time < (it - 1)->second;
-}
-
 }  // namespace
 
 CollectiveOrigins::CollectiveOrigins(const TraceFile& t, const std::vector<TraceEvent>& events,
                                      uint32_t training_thread) {
   backward_.resize(t.threads.size());
   for (const TraceEvent& e : events) {
-    const Span span{e.start_ns, e.start_ns + e.duration_ns};
+    const TimeSpan span{e.start_ns, e.start_ns + e.duration_ns};
     if (e.kind == EventKind::kRuntime && e.correlation >= 0)
       runtime_.push_back({e.correlation, {e.start_ns, e.thread}});
     if (e.kind != EventKind::kHostOp) continue;
@@ -35,7 +30,7 @@ CollectiveOrigins::CollectiveOrigins(const TraceFile& t, const std::vector<Trace
     if (part == StepPart::kBackward) backward_[e.thread].push_back(span);
     if (part == StepPart::kForward && e.thread == training_thread) forward_.push_back(span);
   }
-  for (Spans& spans : backward_) spans = merged(std::move(spans));
+  for (std::vector<TimeSpan>& spans : backward_) spans = merged(std::move(spans));
   forward_ = merged(std::move(forward_));
   std::sort(host_launches_.begin(), host_launches_.end());
   std::sort(runtime_.begin(), runtime_.end());
@@ -65,7 +60,7 @@ CollectiveOrigins::Launch CollectiveOrigins::launch_of(const TraceEvent& call) c
 
 int CollectiveOrigins::forward_passes(int64_t start, int64_t end) const {
   const auto starts_before = [&](int64_t time) {
-    return std::lower_bound(forward_.begin(), forward_.end(), Span{time, INT64_MIN}) - forward_.begin();
+    return std::lower_bound(forward_.begin(), forward_.end(), TimeSpan{time, INT64_MIN}) - forward_.begin();
   };
   return static_cast<int>(starts_before(end) - starts_before(start));
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyze/spans.h"
 #include "analyze/trace_file.h"
 
 namespace ddp {
@@ -39,9 +40,8 @@ class CollectiveOrigins {
  private:
   bool inside_backward(uint32_t thread, int64_t time) const;
 
-  using Spans = std::vector<std::pair<int64_t, int64_t>>;                  // sorted, merged
-  std::vector<Spans> backward_;                                            // per thread
-  Spans forward_;                                                          // the training thread's
+  std::vector<std::vector<TimeSpan>> backward_;                            // per thread, merged
+  std::vector<TimeSpan> forward_;                                          // the training thread's, merged
   std::vector<std::pair<int64_t, uint32_t>> host_launches_;                // (start, thread), sorted
   std::vector<std::pair<int64_t, std::pair<int64_t, uint32_t>>> runtime_;  // correlation → (start, thread)
 };

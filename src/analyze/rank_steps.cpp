@@ -286,7 +286,7 @@ class StepMaker {
   void make(const StepPlan& plan, const std::vector<TraceEvent>& events, TraceStep& step, RankSteps& out) {
     // Collectives: GPU kernels where there are any, else the host's annotations.
     std::vector<const TraceEvent*> calls, ops;
-    std::vector<Span> in_flight;
+    std::vector<TimeSpan> in_flight;
     LaunchTimes launch_time;
     GpuWork gpu;
     for (const TraceEvent& e : events) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "doctor/findings_catalogue.h"
@@ -170,16 +172,24 @@ void multi_device_findings(const FindingInputs& in, std::vector<Finding>& out) {
     return r.phase(Phase::kForward) + r.phase(Phase::kBackward) + r.phase(Phase::kOptimizer);
   };
   const double sharing = compute(many) - compute(one) / n;
-  if (sharing / wall > kSharingMinShare) {
+  // The difference of two runs must exceed their noise, as every other comparison of runs here.
+  const std::optional<RunSample> noise_one = sample_of(one), noise_many = sample_of(many);
+  const double sharing_band = noise_one && noise_many ? kNormal95 * std::hypot(noise_many->sample.standard_error,
+                                                                               noise_one->sample.standard_error / n)
+                                                      : 0.0;
+  if (sharing / wall > kSharingMinShare && sharing > sharing_band) {
     Finding f;
     f.title = fmt::format("Ranks slow each other's compute by {:.2f} s at {} devices: {} of the run", sharing, n,
                           percent(sharing / wall));
     f.detail = fmt::format(
         "Forward, backward and optimizer took {:.3f} s per rank on {}, against {:.3f} s for a 1/{} share of the "
         "1-device run: the ranks compete for what they share (cores, memory bandwidth, other processes on the "
-        "host). This is not the network; the gradient transfers are counted in the wait for gradients.",
-        compute(many), where_ranks_ran(many), compute(one) / n, n);
+        "host). This is not the network; the gradient transfers are counted in the wait for gradients. The two "
+        "runs' noise: {}.",
+        compute(many), where_ranks_ran(many), compute(one) / n, n,
+        noise_one && noise_many ? fmt::format("±{:.3f} s", sharing_band) : std::string("not measured"));
     f.cost_seconds = sharing;
+    f.cost_uncertainty_seconds = sharing_band;
     f.share_of_wall = sharing / wall;
     f.evidence = evidence;
     f.fix =

@@ -58,5 +58,26 @@ TEST(Findings, RanksComputingTheirShareGetNoSharingFinding) {
   EXPECT_EQ(sharing_finding(findings), nullptr);
 }
 
+// A difference within the two runs' noise (their steady epochs' spread) is no finding: 0.1 s
+// beyond the share, against a band of 1.96 * hypot(0.1, 0.15 / 2) = 0.245 s.
+TEST(Findings, RanksSlowerWithinTheRunsNoiseGetNoSharingFinding) {
+  RunRecord one = run_with(1, 1.0, 0.3, 0.5, {"node1"});
+  RunRecord two = run_with(2, 0.6, 0.2, 0.3, {"node1"});
+  one.summary.steady_epochs = {.count = 10, .mean_seconds = 0.1, .sd_seconds = 0.0474};   // se 0.15 s of the wall
+  two.summary.steady_epochs = {.count = 10, .mean_seconds = 0.06, .sd_seconds = 0.0316};  // se 0.1 s of the wall
+  FindingInputs in;
+  in.device_runs = {&one, &two};
+  EXPECT_EQ(sharing_finding(find_problems(in)), nullptr);
+  // The same runs, ten times steadier: the 0.1 s stands out, and its band is said.
+  one.summary.steady_epochs.sd_seconds /= 10;
+  two.summary.steady_epochs.sd_seconds /= 10;
+  const std::vector<Finding> findings = find_problems(in);
+  const Finding* f = sharing_finding(findings);
+  ASSERT_NE(f, nullptr);
+  EXPECT_GT(f->cost_uncertainty_seconds, 0);
+  EXPECT_LT(f->cost_uncertainty_seconds, 0.1);
+  EXPECT_NE(f->detail.find("The two runs' noise: ±0.0"), std::string::npos) << f->detail;
+}
+
 }  // namespace
 }  // namespace ddp

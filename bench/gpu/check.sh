@@ -8,7 +8,7 @@
 #   DDPSCOPE_CHECK_SKIP="kernel_tests seeds" ...          # a rerun: skip what the first run measured
 #
 # Writes to $OUT: results.md, results.json, check.log, and where they ran summary-gpu-graph.json,
-# analyze.json, gpu-step.json, doctor.txt and doctor.json. Exit 0 when every step that could run passed; 1 when a step
+# traces.tar.gz, analyze.json, doctor.txt and doctor.json. Exit 0 when every step that could run passed; 1 when a step
 # that should have worked failed or ran out of its time; 2 for usage (no $OUT, no bundle).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -180,6 +180,10 @@ if wanted analyze; then
   run lightning_traces 45 python3 "$root/bench/gpu/seed_lightning.py" --max-epochs 1 --trace-dir "$work/runs/traces"
   outcome lightning_traces "the seed's script with PyTorchProfiler, 1 epoch"
   if [[ $rc == 0 ]]; then
+    # The traces themselves come back too: a current torch's Kineto traces of a real GPU job,
+    # for analyze's tests (kept when they fit the device tool's 16 MiB per file).
+    if tar -C "$work/runs" -czf "$work/traces.tar.gz" traces 2>>"$log" &&
+      (($(stat -c %s "$work/traces.tar.gz") < 16000000)); then cp "$work/traces.tar.gz" "$OUT/"; fi
     run analyze 30 "$ddpscope" analyze --json "$work/runs/traces"
     outcome analyze "ddpscope analyze of the seed's own GPU traces"
     [[ $rc == 0 ]] && cp "$work/analyze.out" "$OUT/analyze.json"
@@ -231,9 +235,8 @@ elif wanted kernel_tests; then
 fi
 if [[ -x $bundle/bin/gpu_step_bench ]] && wanted step; then
   run gpu_step_bench 60 "$bundle/bin/gpu_step_bench" 200
-  outcome gpu_step_bench "the seed's step as one CUDA graph (per step); eager and TF32 in gpu-step.json" \
+  outcome gpu_step_bench "the seed's step as one CUDA graph (per step); eager and TF32 in check.log" \
     "$([[ $rc == 0 ]] && json_field "$work/gpu_step_bench.out" graph_step_us)"
-  [[ $rc == 0 ]] && grep '^{' "$work/gpu_step_bench.out" | tail -1 >"$OUT/gpu-step.json"
 fi
 if [[ $engine == yes ]] && wanted ranks; then
   NCCL_DEBUG=WARN seed_gpu ddpscope_gpu_nccl1 --process-group-backend nccl  # NCCL's own words if it fails

@@ -15,6 +15,7 @@
 
 #include "ddpscope/error.h"
 #include "doctor/busy_machine.h"
+#include "doctor/doctor_runs.h"
 #include "doctor/interconnect.h"
 #include "doctor/prediction_band.h"
 #include "doctor/scaling_model.h"
@@ -54,20 +55,14 @@ struct Forecast {
 
 // A model fitted without a multi-device run has no price for communication: it predicts one
 // device only. DataError naming the runs that failed, and why, when more are asked for.
-void require_multi_device_run(const std::string& path, const nlohmann::json& doctor, int devices) {
+void require_multi_device_run(const std::string& path, const std::vector<RunRecord>& runs, int devices) {
   if (devices <= 1) return;
-  const auto runs = doctor.find("runs");
   std::vector<std::string> failed;
-  if (runs != doctor.end() && runs->is_array()) {
-    for (const nlohmann::json& run : *runs) {
-      if (!run.is_object()) continue;
-      const int n = run.value("devices", 0);
-      if (n > 1 && run.value("ok", false)) return;
-      if (n > 1) {
-        std::string error = run.value("error", std::string("no error recorded"));
-        error = error.substr(0, error.find('\n'));
-        failed.push_back(fmt::format("{}: {}", run.value("label", fmt::format("devices={}", n)), error));
-      }
+  for (const RunRecord& run : runs) {
+    if (run.devices > 1 && run.ok) return;
+    if (run.devices > 1) {
+      const std::string error = run.error.empty() ? "no error recorded" : run.error;
+      failed.push_back(fmt::format("{}: {}", run.label, error.substr(0, error.find('\n'))));
     }
   }
   throw DataError(
@@ -91,21 +86,12 @@ nlohmann::json read_doctor_json(const std::string& path) {
   }
 }
 
-// The largest device count among the doctor's runs, 1 when none says.
-int largest_run(const nlohmann::json& doctor) {
+// A configuration's devices, or where it says auto, the most the doctor ran (1 when none says).
+int devices_of(const Config& config, const std::vector<RunRecord>& runs) {
+  if (config.trainer.devices > 0) return config.trainer.devices;
   int largest = 1;
-  const auto runs = doctor.find("runs");
-  if (runs == doctor.end() || !runs->is_array()) return largest;
-  for (const nlohmann::json& run : *runs) {
-    const auto devices = run.find("devices");
-    if (devices != run.end() && devices->is_number_integer()) largest = std::max(largest, devices->get<int>());
-  }
+  for (const RunRecord& run : runs) largest = std::max(largest, run.devices);
   return largest;
-}
-
-// A configuration's devices, or where it says auto, the most the doctor ran.
-int devices_of(const Config& config, const nlohmann::json& doctor) {
-  return config.trainer.devices > 0 ? config.trainer.devices : largest_run(doctor);
 }
 
 // The option table's snake_case name for a name as typed: "no-shuffle" and "no_shuffle" are "shuffle".
@@ -149,18 +135,14 @@ constexpr double kMeasuredFactor = 100;
 
 // The model is checked as it is read: it must predict a finite time for the doctor's own
 // configuration, within kMeasuredFactor of each run the doctor measured at it.
-void check_model(const std::string& path, const nlohmann::json& doctor, const ModelParameters& model,
+void check_model(const std::string& path, const std::vector<RunRecord>& runs, const ModelParameters& model,
                  const WorkloadConfig& own) {
   try {
     require_finite_prediction(model, own);
-    const auto runs = doctor.find("runs");
-    if (runs == doctor.end() || !runs->is_array()) return;
-    for (const nlohmann::json& run : *runs) {
-      const auto devices = run.find("devices"), wall = run.find("wall_seconds");
-      if (devices == run.end() || wall == run.end() || !devices->is_number_integer() || !wall->is_number()) continue;
-      const double measured = wall->get<double>();
+    for (const RunRecord& run : runs) {
+      const double measured = run.wall_seconds;
       WorkloadConfig at = own;
-      at.devices = devices->get<int>();
+      at.devices = run.devices;
       const double predicted = predict(model, at).wall_seconds;
       if (measured > 0 && (predicted > kMeasuredFactor * measured || predicted * kMeasuredFactor < measured)) {
         throw DataError(
@@ -192,17 +174,18 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   const auto config_block = doctor.find("config");
   if (config_block == doctor.end()) throw DataError(fmt::format("{} has no \"config\" block", o.from));
   if (!config_block->is_object()) throw DataError(fmt::format("{}: \"config\" is not a JSON object", o.from));
+  const std::vector<RunRecord> runs = runs_of_doctor_json(doctor);
   ModelParameters model;
   Config recorded;  // the doctor's configuration
   WorkloadConfig own;
   try {
     model = model_from_json(*model_block);
     recorded = typed_config(options_from_json(nlohmann::ordered_json(*config_block)), "\"config\"");
-    own = workload_for(recorded, devices_of(recorded, doctor));
+    own = workload_for(recorded, devices_of(recorded, runs));
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", o.from, e.what()));
   }
-  check_model(o.from, doctor, model, own);
+  check_model(o.from, runs, model, own);
 
   // The given options (by name, or by the preset) replace the doctor's configuration.
   Forecast f;
@@ -223,7 +206,7 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   for (const auto& [key, text] : resolved_options(asked)) {
     if (std::find(given.begin(), given.end(), key) != given.end()) apply_option(merged, key, text);
   }
-  f.config = workload_for(merged, devices_of(merged, doctor));
+  f.config = workload_for(merged, devices_of(merged, runs));
   // The doctor's measurements used its probe; a prediction runs without it unless asked.
   if (std::find(given.begin(), given.end(), "monitor_mode") == given.end()) f.config.monitor_per_step = false;
   // The prices are the doctor's device's: a CPU's do not price a GPU's step, nor the reverse.
@@ -237,12 +220,12 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   }
   int most_devices = f.config.devices;
   for (int devices : o.devices_list) most_devices = std::max(most_devices, devices);
-  require_multi_device_run(o.from, doctor, most_devices);
+  require_multi_device_run(o.from, runs, most_devices);
   f.prediction = predict(model, f.config);
   if (const std::vector<MeasuredPoint> measured = measured_points(doctor); !measured.empty()) {
     f.band = prediction_band(measured, f.config);
     // Runs on a busy machine priced the work too dear, by up to the share the others took.
-    f.busy_share = busiest_share_of_cores(doctor);
+    f.busy_share = busiest_share_of_cores(runs);
     f.band->relative += f.busy_share;
   }
   if (f.config.devices > 1) {

@@ -6,6 +6,7 @@
 # Needs GNU time (/usr/bin/time, Debian package "time").
 # Usage: bench/analyze_trace.sh [MEGABYTES=300]
 # With BASELINE=PATH (another build's ddpscope), that build reads the same trace in the same run.
+# It ends with the floor under any SAX reader: RapidJSON parsing the file in memory into nothing.
 # With LAYOUT=kineto each event is written as Kineto writes it, one field per line, indented
 # (what users' files look like); the default is one event per line, compact.
 set -euo pipefail
@@ -64,3 +65,13 @@ if [[ -n "${BASELINE:-}" ]]; then
   measure "baseline analyze (.json.gz)" "$BASELINE" analyze --json "$out/big.json.gz"
 fi
 measure "python3 json.load (.json)" python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$out/big.json"
+# The floor: RapidJSON's SAX parse alone, the file in memory, a handler that keeps nothing
+# (bench/json_parse_floor_bench.cpp); its seconds exclude reading the file.
+floor_bench="$root/build/release/bench/json_parse_floor_bench"
+if [[ -x $floor_bench ]]; then
+  "$floor_bench" "$out/big.json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("%-34s %8.2fs %14s" % ("RapidJSON SAX alone, iterative", d["iterative_seconds"], "(in memory)"))
+print("%-34s %8.2fs %14s" % ("RapidJSON SAX alone, in place", d["in_place_seconds"], "(in memory)"))'
+fi

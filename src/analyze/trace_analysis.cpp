@@ -237,6 +237,17 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
     }
   }
   a.findings = findings_of(a);
+  // Two of the doctor's findings need what no trace holds: said, so that silence is not read
+  // as their absence.
+  if (!a.ranks.empty() && !a.job.ranks.front().steps.on_gpu) {
+    a.notes.push_back(
+        "thread oversubscription not judged: a trace records neither the threads each rank asked for "
+        "(torch.get_num_threads()) nor the host's cores; their product over a host's ranks should not "
+        "exceed its cores");
+  }
+  a.notes.push_back(
+      "start-up not judged: the profiler's window opens after the processes and the process "
+      "group have started");
   a.prediction = predict_from_traces(a, a.no_prediction, others);
   return a;
 }

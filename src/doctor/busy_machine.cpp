@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "ddpscope/error.h"
-
 namespace ddp {
 
 std::optional<double> others_share_of_cores(const RunSummary& s) {
@@ -32,18 +30,10 @@ std::optional<std::string> busy_note(const RunRecord& run) {
   return std::nullopt;
 }
 
-double busiest_share_of_cores(const nlohmann::json& doctor) {
+double busiest_share_of_cores(const std::vector<RunRecord>& runs) {
   double busiest = 0;
-  const auto runs = doctor.find("runs");
-  if (runs == doctor.end() || !runs->is_array()) return busiest;
-  for (const nlohmann::json& run : *runs) {
-    if (!run.is_object() || !run.contains("summary")) continue;
-    try {
-      const RunSummary summary = nlohmann::ordered_json(run["summary"]).get<RunSummary>();
-      busiest = std::max(busiest, others_share_of_cores(summary).value_or(0.0));
-    } catch (const Error&) {
-      // A summary this version cannot read measured nothing it can use.
-    }
+  for (const RunRecord& run : runs) {
+    if (run.ok) busiest = std::max(busiest, others_share_of_cores(run.summary).value_or(0.0));
   }
   return busiest;
 }

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "doctor/run_record.h"
 
 namespace ddp {
@@ -24,8 +22,8 @@ std::optional<double> others_share_of_cores(const RunSummary& summary);
 // A note for a run whose host was busy beyond kBusyMinCoreShare; nullopt otherwise.
 std::optional<std::string> busy_note(const RunRecord& run);
 
-// The largest others_share_of_cores over doctor.json's runs (their embedded summaries); 0
-// when none measured it.
-double busiest_share_of_cores(const nlohmann::json& doctor);
+// The largest others_share_of_cores over a doctor's runs (doctor.json's, read back by
+// doctor_runs.h); 0 when none measured it.
+double busiest_share_of_cores(const std::vector<RunRecord>& runs);
 
 }  // namespace ddp

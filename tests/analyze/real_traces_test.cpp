@@ -28,6 +28,10 @@ void expect_parts_add_up(const TraceJob& job) {
   }
 }
 
+bool has_note(const TraceAnalysis& a, const std::string& start) {
+  return std::any_of(a.notes.begin(), a.notes.end(), [&](const std::string& n) { return n.starts_with(start); });
+}
+
 double part_ms(const TraceAnalysis& a, StepPart p) { return a.ranks[0].part_ms[static_cast<std::size_t>(p)]; }
 
 TEST(RealTraces, ATwoGpuNcclJobsRankZero) {
@@ -60,6 +64,9 @@ TEST(RealTraces, ATwoGpuNcclJobsRankZero) {
   EXPECT_EQ(syncs.gradient_calls, 5);
   EXPECT_EQ(syncs.gradient_syncs, 1);
   for (const Finding& f : a.findings) EXPECT_EQ(f.title.find("accumulation"), std::string::npos) << f.title;
+  // What no trace holds is said, not left to silence: start-up (a GPU job's threads matter not).
+  EXPECT_TRUE(has_note(a, "start-up not judged"));
+  EXPECT_FALSE(has_note(a, "thread oversubscription not judged"));
 }
 
 TEST(RealTraces, Rank34OfA300RankGlooJob) {
@@ -74,6 +81,8 @@ TEST(RealTraces, Rank34OfA300RankGlooJob) {
   // Its one step waits on the two gloo allreduces that start in it, run by other threads.
   EXPECT_EQ(s.collectives.size(), 2u);
   EXPECT_GT(part_ms(a, StepPart::kCommWait), 0.5 * a.ranks[0].step_ms);
+  EXPECT_TRUE(has_note(a, "thread oversubscription not judged: a trace records neither the threads"));
+  EXPECT_TRUE(has_note(a, "start-up not judged"));
 }
 
 TEST(RealTraces, AnAmdTraceWithoutRankIsTheJobsOnlyRank) {

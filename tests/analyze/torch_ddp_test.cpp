@@ -127,13 +127,19 @@ TEST_F(TorchDdp, AMetricReducedEveryStepIsACollectiveOutsideTheGradientSynchroni
 }
 
 TEST_F(TorchDdp, AccumulationWithoutNoSyncIsFoundAndPricedByTheSynchronisationsItAdds) {
-  const nlohmann::json synced_once = traced("no_sync", "--ranks 2 --batch 4 --accumulate 4 --no-sync");
+  // Each configuration's faster of two jobs: the one the shared machine disturbed less (one job
+  // of each alone put the saving outside the band about once in ten full test runs).
+  const auto faster_of_two = [&](const std::string& name, const std::string& options) {
+    nlohmann::json first = traced(name + "_1", options), second = traced(name + "_2", options);
+    return mean_step_ms(first) <= mean_step_ms(second) ? first : second;
+  };
+  const nlohmann::json synced_once = faster_of_two("no_sync", "--ranks 2 --batch 4 --accumulate 4 --no-sync");
   EXPECT_NEAR(per_rank_mean(synced_once, "forward_passes"), 4, 0.1);
   EXPECT_NEAR(per_rank_mean(synced_once, "gradient_syncs"), 1, 0.1);
   EXPECT_EQ(finding_titled(synced_once, "Gradient accumulation without no_sync"), nullptr)
       << synced_once["findings"].dump(2);
 
-  const nlohmann::json synced_each = traced("accumulate", "--ranks 2 --batch 4 --accumulate 4");
+  const nlohmann::json synced_each = faster_of_two("accumulate", "--ranks 2 --batch 4 --accumulate 4");
   EXPECT_NEAR(per_rank_mean(synced_each, "forward_passes"), 4, 0.1);
   EXPECT_NEAR(per_rank_mean(synced_each, "gradient_syncs"), 4, 0.1);
   const nlohmann::json* f = finding_titled(synced_each, "Gradient accumulation without no_sync");

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "doctor/doctor_runs.h"
 #include "doctor/scaling_model.h"
 #include "support/run_command.h"
 #include "train/records/run_summary.h"
@@ -52,7 +53,7 @@ TEST(BusyMachine, PredictWidensItsBandByTheShareOthersTook) {
          {"measured_wall_seconds", 2.0},
          {"error", 0.0}}}},
       {"model", to_json(m)}};
-  EXPECT_DOUBLE_EQ(busiest_share_of_cores(doctor), 0.25);
+  EXPECT_DOUBLE_EQ(busiest_share_of_cores(runs_of_doctor_json(doctor)), 0.25);
   const auto dir = ddp::testing::fresh_dir("busy_predict");
   std::ofstream(dir / "doctor.json") << doctor.dump();
   const auto r =

@@ -65,24 +65,24 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   }
   set_gemm_threads(options_.threads_per_device);
   data.setup();
-  train_spec_ = data.train_dataloader();
-  val_spec_ = data.val_dataloader();
-  check_spec(train_spec_, module.network(), "train");
-  check_spec(val_spec_, module.network(), "val");
+  data_.train_spec = data.train_dataloader();
+  data_.val_spec = data.val_dataloader();
+  check_spec(data_.train_spec, module.network(), "train");
+  check_spec(data_.val_spec, module.network(), "val");
   // Activations sized once for the largest batch: no allocation inside the loop.
-  module.reserve_batch(std::max(std::min(train_spec_.batch_size, train_spec_.dataset->size()),
-                                std::min(val_spec_.batch_size, val_spec_.dataset->size())));
+  module.reserve_batch(std::max(std::min(data_.train_spec.batch_size, data_.train_spec.dataset->size()),
+                                std::min(data_.val_spec.batch_size, data_.val_spec.dataset->size())));
 
-  optimizer_config_ = module.configure_optimizers();
+  optim_.config = module.configure_optimizers();
   Mlp& net = module.network();
-  shard_ = std::make_unique<OptimizerShard>(comm_, net.num_params(), options_.strategy == Strategy::kDdpZero1);
-  optimizer_ = make_optimizer(optimizer_config_, shard_->size());
-  if (shard_->sharded()) {  // a checkpoint holds the whole state: each rank keeps its range of it
-    const std::unique_ptr<Optimizer> whole = make_optimizer(optimizer_config_, net.num_params());
-    position_ = restore_start(options_, outputs_.hparams(), comm_, net, *whole, optimizer_config_.kind);
-    shard_->take_mine(*whole, *optimizer_);
+  optim_.shard = std::make_unique<OptimizerShard>(comm_, net.num_params(), options_.strategy == Strategy::kDdpZero1);
+  optim_.optimizer = make_optimizer(optim_.config, optim_.shard->size());
+  if (optim_.shard->sharded()) {  // a checkpoint holds the whole state: each rank keeps its range of it
+    const std::unique_ptr<Optimizer> whole = make_optimizer(optim_.config, net.num_params());
+    position_ = restore_start(options_, outputs_.hparams(), comm_, net, *whole, optim_.config.kind);
+    optim_.shard->take_mine(*whole, *optim_.optimizer);
   } else {
-    position_ = restore_start(options_, outputs_.hparams(), comm_, net, *optimizer_, optimizer_config_.kind);
+    position_ = restore_start(options_, outputs_.hparams(), comm_, net, *optim_.optimizer, optim_.config.kind);
   }
   summary_.optimizer_steps = position_.global_step;
   if (nothing_left()) return;
@@ -91,18 +91,21 @@ void Trainer::Run::setup(LightningModule& module, LightningDataModule& data) {
   if (comm_.size() > 1) comm_.broadcast(std::as_writable_bytes(module.network().params()), 0);
   start_gpu(module);
   outputs_.make_folder();
-  reducer_ = std::make_unique<GradReducer>(comm_, module.network(), reducer_options(options_));
-  layer_hook_ = reducer_->layer_hook();
-  train_loader_ = std::make_unique<Loader>(*train_spec_.dataset, train_spec_.batch_size, train_spec_.num_workers);
-  val_loader_ = std::make_unique<Loader>(*val_spec_.dataset, val_spec_.batch_size, val_spec_.num_workers);
+  optim_.reducer = std::make_unique<GradReducer>(comm_, module.network(), reducer_options(options_));
+  optim_.layer_hook = optim_.reducer->layer_hook();
+  data_.train_loader =
+      std::make_unique<Loader>(*data_.train_spec.dataset, data_.train_spec.batch_size, data_.train_spec.num_workers);
+  data_.val_loader =
+      std::make_unique<Loader>(*data_.val_spec.dataset, data_.val_spec.batch_size, data_.val_spec.num_workers);
   if (options_.profiler == Profiler::kTrace) start_trace();
   if (comm_.size() > 1) start_arrivals();
-  utilization_ = std::make_unique<UtilizationWatch>(options_, gpu_ != nullptr, gpu_ ? gpu_->pci_bus_id() : "");
+  utilization_ = std::make_unique<UtilizationWatch>(options_, gpu_.training != nullptr,
+                                                    gpu_.training ? gpu_.training->pci_bus_id() : "");
   outputs_.start_logging();
 }
 
 EpochPlan Trainer::Run::rank_epoch_plan() const {
-  return plan_epoch(samples_per_rank(train_spec_.dataset->size(), comm_.size()), train_spec_.batch_size,
+  return plan_epoch(samples_per_rank(data_.train_spec.dataset->size(), comm_.size()), data_.train_spec.batch_size,
                     options_.limit_train_batches, options_.accumulate_grad_batches);
 }
 
@@ -156,13 +159,14 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
 // bottom: fetch, forward and loss, the loss gradient, backward (communicating only on the
 // micro-batch that steps, as Lightning's no_sync), optimizer.
 bool Trainer::Run::train_epoch(LightningModule& module) {
-  if (gpu_) return train_epoch_on_gpu(module);
-  std::vector<int64_t> order = epoch_order(train_spec_.dataset->size(), train_spec_.shuffle, options_.seed, epoch());
+  if (gpu_.training) return train_epoch_on_gpu(module);
+  std::vector<int64_t> order =
+      epoch_order(data_.train_spec.dataset->size(), data_.train_spec.shuffle, options_.seed, epoch());
   if (comm_.size() > 1) order = shard_for_rank(order, comm_.size(), comm_.rank());
-  const EpochPlan plan = plan_epoch(static_cast<int64_t>(order.size()), train_spec_.batch_size,
+  const EpochPlan plan = plan_epoch(static_cast<int64_t>(order.size()), data_.train_spec.batch_size,
                                     options_.limit_train_batches, options_.accumulate_grad_batches);
   const int64_t skip = skip_trained(order, plan);
-  train_loader_->start_epoch(epoch(), std::move(order), plan.micro_batches - skip);
+  data_.train_loader->start_epoch(epoch(), std::move(order), plan.micro_batches - skip);
 
   Mlp& net = module.network();
   Workspace& work = module.workspace();
@@ -170,7 +174,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
   Batch batch;
   for (int64_t i = skip;; ++i) {
     clock_.enter(Phase::kData);
-    if (!train_loader_->next(batch)) break;
+    if (!data_.train_loader->next(batch)) break;
     const bool step_optimizer = steps_optimizer(i, plan.micro_batches, options_.accumulate_grad_batches);
     if (utilization_->probes_every_step()) {  // the seed's habit: initialise, read, shut down, every step
       clock_.enter(Phase::kMonitor);
@@ -187,26 +191,26 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
     clock_.enter(Phase::kBackward);
     loss.write_gradient(work.output_gradient(), loss_scale);
     // ZeRO-1 reduces the gradients at the optimizer step instead, with a reduce-scatter.
-    const bool sync = !shard_->sharded() && (step_optimizer || options_.sync_every_micro_batch);
-    reducer_->begin_backward(sync);
-    net.backward(batch.x, batch.size, work, layer_hook_);
-    if (reducer_->syncing()) {
+    const bool sync = !optim_.shard->sharded() && (step_optimizer || options_.sync_every_micro_batch);
+    optim_.reducer->begin_backward(sync);
+    net.backward(batch.x, batch.size, work, optim_.layer_hook);
+    if (optim_.reducer->syncing()) {
       clock_.enter(Phase::kCommWait);
-      reducer_->finish();
+      optim_.reducer->finish();
     }
     summary_.train_samples += batch.size;
 
     if (step_optimizer) {
-      if (shard_->sharded()) {
+      if (optim_.shard->sharded()) {
         clock_.enter(Phase::kCommWait);
         if (recording_.arrivals) recording_.arrivals->add(steady_now_ns());
-        shard_->reduce_scatter_mean(net.grads());
+        optim_.shard->reduce_scatter_mean(net.grads());
       }
       clock_.enter(Phase::kOptimizer);
-      optimizer_->step(shard_->mine(net.params()), shard_->mine(net.grads()));
-      if (shard_->sharded()) {
+      optim_.optimizer->step(optim_.shard->mine(net.params()), optim_.shard->mine(net.grads()));
+      if (optim_.shard->sharded()) {
         clock_.enter(Phase::kCommWait);
-        shard_->allgather(net.params());
+        optim_.shard->allgather(net.params());
       }
       net.zero_grads();
       summary_.optimizer_steps = ++position_.global_step;
@@ -228,7 +232,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
 // of the epoch's order and returns how many.
 int64_t Trainer::Run::skip_trained(std::vector<int64_t>& order, const EpochPlan& plan) {
   const int64_t skip = std::min(std::exchange(position_.next_batch, 0), plan.micro_batches);
-  order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * train_spec_.batch_size, order.size()));
+  order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * data_.train_spec.batch_size, order.size()));
   return skip;
 }
 
@@ -239,7 +243,7 @@ void Trainer::Run::throw_nonfinite_loss(double loss, int64_t batch, int64_t step
 
 void Trainer::Run::throw_diverged(const std::string& what) const {
   // Adam's normalised steps are the usual cure for SGD's divergence; a run on Adam already has them.
-  const char* cure = optimizer_config_.kind == OptimizerKind::kSgd ? ", or use --optimizer adam" : "";
+  const char* cure = optim_.config.kind == OptimizerKind::kSgd ? ", or use --optimizer adam" : "";
   throw Error(ExitCode::kOther,
               fmt::format("{}; stopping. Lower --lr or check the data for extreme values{}", what, cure));
 }
@@ -263,20 +267,20 @@ void Trainer::Run::log_training_metrics() {
 void Trainer::Run::validate(LightningModule& module) {
   clock_.enter(Phase::kValidation);
   val_metrics_.clear();
-  if (gpu_) {
+  if (gpu_.training) {
     validate_on_gpu();
   } else {
     // Each rank validates every W-th sample without DistributedSampler's padding, so that
     // the reduced sums give the exact mean over the validation set.
-    std::vector<int64_t> order = epoch_order(val_spec_.dataset->size(), false, options_.seed, epoch());
+    std::vector<int64_t> order = epoch_order(data_.val_spec.dataset->size(), false, options_.seed, epoch());
     if (comm_.size() > 1) {
       std::vector<int64_t> mine;
       for (std::size_t i = comm_.rank(); i < order.size(); i += comm_.size()) mine.push_back(order[i]);
       order = std::move(mine);
     }
-    val_loader_->start_epoch(epoch(), std::move(order));
+    data_.val_loader->start_epoch(epoch(), std::move(order));
     Batch batch;
-    while (val_loader_->next(batch)) {
+    while (data_.val_loader->next(batch)) {
       module.log_to(&val_metrics_, batch.size);
       module.validation_step(batch, batch.index);
     }

@@ -13,14 +13,14 @@ namespace ddp {
 
 // The position after `next_batch` micro-batches of `epoch` (an epoch's end: the next epoch).
 void Trainer::Run::save_checkpoints(LightningModule& module, int64_t epoch, int64_t next_batch, bool periodic) {
-  if (gpu_) copy_gpu_to_host(module);
+  if (gpu_.training) copy_gpu_to_host(module);
   const TrainingPosition at{epoch, next_batch, global_step(), comm_.size(), options_.seed};
-  if (!shard_->sharded()) {
-    outputs_.save_checkpoints(module.network(), *optimizer_, optimizer_config_.kind, at, periodic);
+  if (!optim_.shard->sharded()) {
+    outputs_.save_checkpoints(module.network(), *optim_.optimizer, optim_.config.kind, at, periodic);
     return;
   }
-  const std::unique_ptr<Optimizer> whole = shard_->gather(*optimizer_, optimizer_config_);  // on every rank
-  outputs_.save_checkpoints(module.network(), *whole, optimizer_config_.kind, at, periodic);
+  const std::unique_ptr<Optimizer> whole = optim_.shard->gather(*optim_.optimizer, optim_.config);  // on every rank
+  outputs_.save_checkpoints(module.network(), *whole, optim_.config.kind, at, periodic);
 }
 
 // After an optimizer step: when any rank was signalled, all stop at this step with a checkpoint.

@@ -35,10 +35,10 @@ namespace ddp {
 // (gpu/gpu_data_spec.h), for training and validation (the same dataset, as the seed's data
 // module has it).
 void Trainer::Run::start_gpu(LightningModule& module) {
-  const std::optional<GpuDataSpec> data = gpu_data_spec(*train_spec_.dataset);
+  const std::optional<GpuDataSpec> data = gpu_data_spec(*data_.train_spec.dataset);
   const bool regression_on_gpu_data = typeid(module) == typeid(RegressionModel) && data.has_value() &&
-                                      val_spec_.dataset == train_spec_.dataset &&
-                                      val_spec_.batch_size == train_spec_.batch_size;
+                                      data_.val_spec.dataset == data_.train_spec.dataset &&
+                                      data_.val_spec.batch_size == data_.train_spec.batch_size;
   TrainerOptions this_world = options_;  // its devices are the ranks it has
   this_world.devices = comm_.size();
   this_world.num_nodes = 1;
@@ -51,11 +51,11 @@ void Trainer::Run::start_gpu(LightningModule& module) {
   if (!on_gpu) return;
   GpuPlacement placement;
   if (comm_.size() > 1) placement = place_on_gpus(comm_, static_cast<int>(visible_gpus().devices.size()));
-  const GradTransport transport = gpu_transport_ = choose_gpu_transport(placement);
+  const GradTransport transport = gpu_.transport = choose_gpu_transport(placement);
   GpuStepSpec spec{.shape = module.network().shape(),
-                   .optimizer = optimizer_config_,
+                   .optimizer = optim_.config,
                    .precision = options_.precision,
-                   .batch_size = train_spec_.batch_size,
+                   .batch_size = data_.train_spec.batch_size,
                    .accumulate = options_.accumulate_grad_batches,
                    .data = *data,
                    .max_epoch_steps = rank_epoch_plan().optimizer_steps,
@@ -74,7 +74,7 @@ void Trainer::Run::start_gpu(LightningModule& module) {
     spec.buckets = plan_buckets(module.network().layers(), buckets.overlap ? buckets.bucket_cap_bytes : no_cap,
                                 buckets.overlap ? buckets.first_bucket_cap_bytes : no_cap);
     spec.nccl_timeout_s = comm_timeout_from_env();
-    if (shard_->sharded()) spec.shard_counts = shard_->counts();
+    if (optim_.shard->sharded()) spec.shard_counts = optim_.shard->counts();
   } else if (transport == GradTransport::kHostMpi) {
     // The ranks' collectives, as the CPU loop calls them; their waits are comm_wait.
     const auto waiting = [this](auto collective) {
@@ -84,18 +84,18 @@ void Trainer::Run::start_gpu(LightningModule& module) {
         clock_.enter(Phase::kOther);
       };
     };
-    if (shard_->sharded()) {
-      spec.reduce_gradients = waiting([this](std::span<float> grads) { shard_->reduce_scatter_mean(grads); });
-      spec.gather_params = waiting([this](std::span<float> params) { shard_->allgather(params); });
+    if (optim_.shard->sharded()) {
+      spec.reduce_gradients = waiting([this](std::span<float> grads) { optim_.shard->reduce_scatter_mean(grads); });
+      spec.gather_params = waiting([this](std::span<float> params) { optim_.shard->allgather(params); });
     } else {
       spec.reduce_gradients = waiting([this](std::span<float> grads) { comm_.allreduce_mean(grads); });
     }
   }
-  if (shard_->sharded()) {  // ZeRO-1: this rank's optimizer is its range's
-    spec.update_begin = static_cast<int64_t>(shard_->begin());
-    spec.update_count = static_cast<int64_t>(shard_->size());
+  if (optim_.shard->sharded()) {  // ZeRO-1: this rank's optimizer is its range's
+    spec.update_begin = static_cast<int64_t>(optim_.shard->begin());
+    spec.update_count = static_cast<int64_t>(optim_.shard->size());
   }
-  gpu_ = std::make_unique<GpuTraining>(spec, module.network().params(), *optimizer_);
+  gpu_.training = std::make_unique<GpuTraining>(spec, module.network().params(), *optim_.optimizer);
 }
 
 // One transport for the whole world (dist/grad_transport_choice.h), from every rank's NCCL:
@@ -126,12 +126,13 @@ GradTransport Trainer::Run::choose_gpu_transport(const GpuPlacement& placement) 
 }
 
 bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
-  std::vector<int64_t> order = epoch_order(train_spec_.dataset->size(), train_spec_.shuffle, options_.seed, epoch());
+  std::vector<int64_t> order =
+      epoch_order(data_.train_spec.dataset->size(), data_.train_spec.shuffle, options_.seed, epoch());
   if (comm_.size() > 1) order = shard_for_rank(order, comm_.size(), comm_.rank());
   const auto samples = static_cast<int64_t>(order.size());
   const EpochPlan plan = rank_epoch_plan();
   const std::vector<std::vector<int64_t>> steps =
-      step_micro_batch_sizes(samples, train_spec_.batch_size, plan, options_.accumulate_grad_batches);
+      step_micro_batch_sizes(samples, data_.train_spec.batch_size, plan, options_.accumulate_grad_batches);
   // A resumed epoch skips the steps its checkpoint had done (checkpoints are at step ends).
   const int64_t skip = skip_trained(order, plan);
   std::size_t step = 0;
@@ -139,12 +140,12 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
     done += static_cast<int64_t>(steps[step].size());
     DDP_CHECK_LE(done, skip, "a checkpoint inside an optimizer step");
   }
-  gpu_epoch_ = {.samples = samples,
+  gpu_.epoch = {.samples = samples,
                 .first_batch = skip,
                 .micro_batches = plan.micro_batches,
                 .steps_before = global_step(),
                 .checked = 0};
-  gpu_->start_epoch(epoch(), order, global_step(), static_cast<int64_t>(steps.size() - step));
+  gpu_.training->start_epoch(epoch(), order, global_step(), static_cast<int64_t>(steps.size() - step));
 
   int64_t next_batch = skip;
   for (; step < steps.size(); ++step) {
@@ -154,8 +155,8 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
       for (std::size_t j = 0; j < sizes.size(); ++j) utilization_->probe();
     }
     clock_.enter(Phase::kOther);
-    gpu_->step(sizes, std::exchange(time_next_gpu_step_, false));
-    device_phases_.add_trained(static_cast<int64_t>(sizes.size()));
+    gpu_.training->step(sizes, std::exchange(gpu_.time_next_step, false));
+    gpu_.phases.add_trained(static_cast<int64_t>(sizes.size()));
     next_batch += static_cast<int64_t>(sizes.size());
     for (const int64_t size : sizes) summary_.train_samples += size;
     summary_.optimizer_steps = ++position_.global_step;
@@ -177,41 +178,41 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
 // The micro-batches' losses since the last read, each checked as the CPU's loop checks its
 // own (same message) and logged as the CPU's training_step logs it: the latest is train_loss.
 void Trainer::Run::read_gpu_losses() {
-  if (gpu_transport_ == GradTransport::kNccl && comm_.size() > 1) {
+  if (gpu_.transport == GradTransport::kNccl && comm_.size() > 1) {
     // The ranks meet on the host before it waits for the device: a rank that stopped would
     // hang the others' allreduces, and here the watchdog names it (dist/comm_watchdog.h).
     clock_.enter(Phase::kCommWait);
     comm_.barrier();
     clock_.enter(Phase::kOther);
   }
-  const std::vector<double> sums = gpu_->epoch_sum_squares();
-  if (const std::optional<DeviceStepMarks> marks = gpu_->take_timed_step()) {
-    device_phases_.add_timed(device_step_times(*marks));
+  const std::vector<double> sums = gpu_.training->epoch_sum_squares();
+  if (const std::optional<DeviceStepMarks> marks = gpu_.training->take_timed_step()) {
+    gpu_.phases.add_timed(device_step_times(*marks));
     if (recording_.spans) {
       for (const Span& span : device_step_spans(*marks)) recording_.spans->add(span);
     }
   }
-  time_next_gpu_step_ = true;
-  const int64_t samples = gpu_epoch_.samples, batch_size = train_spec_.batch_size;
-  const int64_t outputs = train_spec_.dataset->output_dim();
+  gpu_.time_next_step = true;
+  const int64_t samples = gpu_.epoch.samples, batch_size = data_.train_spec.batch_size;
+  const int64_t outputs = data_.train_spec.dataset->output_dim();
   double loss = 0;
-  for (int64_t j = gpu_epoch_.checked; j < static_cast<int64_t>(sums.size()); ++j) {
-    const int64_t batch = gpu_epoch_.first_batch + j;
+  for (int64_t j = gpu_.epoch.checked; j < static_cast<int64_t>(sums.size()); ++j) {
+    const int64_t batch = gpu_.epoch.first_batch + j;
     const int64_t rows = std::min(batch_size, samples - batch * batch_size);
     loss = sums[static_cast<std::size_t>(j)] / static_cast<double>(rows * outputs);
     if (!std::isfinite(loss)) {
-      throw_nonfinite_loss(loss, batch, gpu_epoch_.steps_before + j / options_.accumulate_grad_batches);
+      throw_nonfinite_loss(loss, batch, gpu_.epoch.steps_before + j / options_.accumulate_grad_batches);
     }
     train_metrics_.record("train_loss", loss, rows);
     summary_.final_train_loss = loss;
   }
-  if (gpu_epoch_.checked == static_cast<int64_t>(sums.size())) return;
-  gpu_epoch_.checked = static_cast<int64_t>(sums.size());
+  if (gpu_.epoch.checked == static_cast<int64_t>(sums.size())) return;
+  gpu_.epoch.checked = static_cast<int64_t>(sums.size());
   if (progress_.enabled()) {
     clock_.enter(Phase::kLogging);
-    const int64_t done = gpu_epoch_.first_batch + gpu_epoch_.checked;
-    progress_.update(epoch(), options_.max_epochs, done, gpu_epoch_.micro_batches, loss,
-                     /*force=*/done == gpu_epoch_.micro_batches);
+    const int64_t done = gpu_.epoch.first_batch + gpu_.epoch.checked;
+    progress_.update(epoch(), options_.max_epochs, done, gpu_.epoch.micro_batches, loss,
+                     /*force=*/done == gpu_.epoch.micro_batches);
   }
 }
 
@@ -219,17 +220,17 @@ void Trainer::Run::read_gpu_losses() {
 // val_loss (its squared errors over rows x outputs) times its rows adds its squared errors
 // over outputs.
 void Trainer::Run::validate_on_gpu() {
-  const double sum_squares = gpu_->validation_sum_squares(epoch());
-  val_metrics_.add_sums("val_loss", sum_squares / static_cast<double>(val_spec_.dataset->output_dim()),
-                        static_cast<double>(gpu_->validation_samples()));
+  const double sum_squares = gpu_.training->validation_sum_squares(epoch());
+  val_metrics_.add_sums("val_loss", sum_squares / static_cast<double>(data_.val_spec.dataset->output_dim()),
+                        static_cast<double>(gpu_.training->validation_samples()));
 }
 
 // Before the host writes its parameters (a checkpoint, final.safetensors): the losses not yet
 // read are checked first, so that a diverged run stops with its message, not a checkpoint.
 void Trainer::Run::copy_gpu_to_host(LightningModule& module) {
   read_gpu_losses();
-  gpu_->copy_to_host(module.network().params(), *optimizer_);
-  optimizer_->set_steps(global_step());
+  gpu_.training->copy_to_host(module.network().params(), *optim_.optimizer);
+  optim_.optimizer->set_steps(global_step());
 }
 
 }  // namespace ddp

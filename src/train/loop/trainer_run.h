@@ -99,16 +99,20 @@ class Trainer::Run {
   // rank's (within one collective's exit skew), so rank zero's epochs are the slowest rank's
   // without gathering anything, on the clock its wall_seconds is read from.
   EpochSpreadAccumulator steady_epochs_;
-  // Of one fit():
-  DataLoaderSpec train_spec_;
-  DataLoaderSpec val_spec_;
-  std::unique_ptr<Loader> train_loader_;
-  std::unique_ptr<Loader> val_loader_;
-  OptimizerConfig optimizer_config_;
-  std::unique_ptr<OptimizerShard> shard_;  // the whole parameters, but with --strategy ddp_zero1
-  std::unique_ptr<Optimizer> optimizer_;   // of the shard's range
-  std::unique_ptr<GradReducer> reducer_;   // a no-op on one rank
-  std::function<void(int64_t)> layer_hook_;
+  // Of one fit(): the data's loaders, and what steps the parameters.
+  struct Loading {
+    DataLoaderSpec train_spec;
+    DataLoaderSpec val_spec;
+    std::unique_ptr<Loader> train_loader;
+    std::unique_ptr<Loader> val_loader;
+  } data_;
+  struct Optimization {
+    OptimizerConfig config;
+    std::unique_ptr<OptimizerShard> shard;  // the whole parameters, but with --strategy ddp_zero1
+    std::unique_ptr<Optimizer> optimizer;   // of the shard's range
+    std::unique_ptr<GradReducer> reducer;   // a no-op on one rank
+    std::function<void(int64_t)> layer_hook;
+  } optim_;
   std::unique_ptr<UtilizationWatch> utilization_;
   // What the run records as it trains, for its summary and trace (trainer_records.cpp).
   struct Recording {
@@ -118,19 +122,22 @@ class Trainer::Run {
     std::optional<HostLoadSnapshot> host_load_start;  // the host's cores and this process, as training starts
     std::unique_ptr<ArrivalBuffer> arrivals;          // with more than one rank
   } recording_;
-  // On a GPU: the device's copy of the parameters and the optimizer's state (the host's are
-  // brought up to date by copy_gpu_to_host); null on CPU.
-  std::unique_ptr<GpuTraining> gpu_;
-  struct GpuEpoch {
-    int64_t samples = 0;        // this rank's shard of the epoch
-    int64_t first_batch = 0;    // of the epoch's micro-batches: the first this run trains
-    int64_t micro_batches = 0;  // the epoch's, from its first (EpochPlan's)
-    int64_t steps_before = 0;   // optimizer steps taken before first_batch
-    int64_t checked = 0;        // micro-batches from first_batch whose loss the host has read
-  } gpu_epoch_;
-  DevicePhaseSamples device_phases_;                    // the GPU's steps, and the CUDA events of timed ones
-  bool time_next_gpu_step_ = true;                      // the step after each read of the device is timed
-  GradTransport gpu_transport_ = GradTransport::kNone;  // the GPU ranks' (dist/grad_transport_choice.h)
+  // On a GPU (trainer_gpu.cpp); training is null on CPU.
+  struct OnGpu {
+    // The device's copy of the parameters and the optimizer's state (the host's are brought
+    // up to date by copy_gpu_to_host).
+    std::unique_ptr<GpuTraining> training;
+    struct Epoch {
+      int64_t samples = 0;        // this rank's shard of the epoch
+      int64_t first_batch = 0;    // of the epoch's micro-batches: the first this run trains
+      int64_t micro_batches = 0;  // the epoch's, from its first (EpochPlan's)
+      int64_t steps_before = 0;   // optimizer steps taken before first_batch
+      int64_t checked = 0;        // micro-batches from first_batch whose loss the host has read
+    } epoch;
+    DevicePhaseSamples phases;                       // the GPU's steps, and the CUDA events of timed ones
+    bool time_next_step = true;                      // the step after each read of the device is timed
+    GradTransport transport = GradTransport::kNone;  // the GPU ranks' (dist/grad_transport_choice.h)
+  } gpu_;
 };
 
 }  // namespace ddp

@@ -21,11 +21,11 @@ namespace ddp {
 void Trainer::Run::start_trace() {
   const EpochPlan plan = rank_epoch_plan();
   const int64_t epochs = epochs_to_run(options_.max_epochs, options_.max_steps, plan);
-  const TraceSize size = trace_size(plan, epochs, static_cast<int64_t>(reducer_->num_buckets()));
+  const TraceSize size = trace_size(plan, epochs, static_cast<int64_t>(optim_.reducer->num_buckets()));
   recording_.spans = std::make_unique<SpanBuffer>(static_cast<std::size_t>(size.step_spans));
   clock_.record_spans(recording_.spans.get());
-  reducer_->record_spans(recording_.spans.get());
-  train_loader_->record_spans(static_cast<std::size_t>(size.fill_spans));
+  optim_.reducer->record_spans(recording_.spans.get());
+  data_.train_loader->record_spans(static_cast<std::size_t>(size.fill_spans));
   // Rank r's clock + offset = rank zero's clock, read right after a barrier on every rank
   // (accurate to the barrier's exit skew, microseconds; on one machine the clocks agree).
   if (comm_.size() > 1) {
@@ -45,12 +45,12 @@ void Trainer::Run::start_arrivals() {
   constexpr int64_t kMaxArrivals = int64_t{1} << 22;  // 32 MB: beyond it arrivals are counted, not kept
   const int64_t planned = epochs < 0 ? kMaxArrivals : epochs * syncs * per_sync + per_sync;
   recording_.arrivals = std::make_unique<ArrivalBuffer>(static_cast<std::size_t>(std::min(planned, kMaxArrivals)));
-  reducer_->record_arrivals(recording_.arrivals.get());
+  optim_.reducer->record_arrivals(recording_.arrivals.get());
 }
 
 // ZeRO-1's arrival is at its one reduce-scatter per optimizer step; DDP's at each bucket.
 int64_t Trainer::Run::arrivals_per_sync() const {
-  return shard_->sharded() ? 1 : static_cast<int64_t>(reducer_->collectives_per_sync());
+  return optim_.shard->sharded() ? 1 : static_cast<int64_t>(optim_.reducer->collectives_per_sync());
 }
 
 // The ranks' common clock for arrivals: each rank's steady time right after one barrier,
@@ -68,13 +68,13 @@ void Trainer::Run::start_arrival_clock() {
 }
 
 void Trainer::Run::finish(LightningModule& module) {
-  if (gpu_) copy_gpu_to_host(module);
+  if (gpu_.training) copy_gpu_to_host(module);
   progress_.finish();
   if (summary_.final_train_loss) {
     summary_.final_train_loss = global_mean({{"train_loss", *summary_.final_train_loss}})[0].second;
   }
   clock_.enter(Phase::kLogging);
-  device_phases_.attribute(clock_);  // a GPU's timed steps (nothing on CPU)
+  gpu_.phases.attribute(clock_);  // a GPU's timed steps (nothing on CPU)
   summary_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   summary_.steady_epochs = steady_epochs_.spread();
   summary_.world_size = comm_.size();
@@ -83,8 +83,8 @@ void Trainer::Run::finish(LightningModule& module) {
                        : options_.strategy == Strategy::kAuto   ? Strategy::kSingle
                                                                 : options_.strategy;
   summary_.strategy = ran;
-  summary_.accelerator = gpu_ ? Accelerator::kCuda : Accelerator::kCpu;
-  summary_.gradient_transport = gpu_transport_ == GradTransport::kNccl ? GradientTransport::kNccl
+  summary_.accelerator = gpu_.training ? Accelerator::kCuda : Accelerator::kCpu;
+  summary_.gradient_transport = gpu_.transport == GradTransport::kNccl ? GradientTransport::kNccl
                                 : comm_.size() > 1                     ? GradientTransport::kMpi
                                                                        : GradientTransport::kNone;
   summary_.training_flops_per_sample = module.network().training_flops_per_sample();
@@ -92,7 +92,7 @@ void Trainer::Run::finish(LightningModule& module) {
   // the phases, so that no rank's phases include waiting at this collective.
   const ThreadCensus census = take_thread_census();
   const std::vector<PhaseCalls> phase_calls =
-      gather_run_stats(comm_, clock_, reducer_->stats() + shard_->stats(), summary_);
+      gather_run_stats(comm_, clock_, optim_.reducer->stats() + optim_.shard->stats(), summary_);
   gather_thread_census(comm_, census, summary_);
   gather_sched_stats(comm_, recording_.sched_start, summary_);
   gather_host_load(comm_, recording_.host_load_start, summary_);
@@ -111,7 +111,7 @@ void Trainer::Run::finish(LightningModule& module) {
   summary_.utilization_per_rank = utilization_->gather_series(comm_, start_);
   if (options_.profiler == Profiler::kTrace) write_trace();
   // The model-FLOP share's denominator: this GPU's measured GEMM peak (else, in finish, the core's).
-  if (gpu_ && comm_.rank() == 0) summary_.gemm_peak_flops_per_second = gpu_->gemm_peak_flops();
+  if (gpu_.training && comm_.rank() == 0) summary_.gemm_peak_flops_per_second = gpu_.training->gemm_peak_flops();
   check_final_parameters(module.network());
   outputs_.finish(module.network(), summary_, phase_calls);
 }
@@ -123,9 +123,9 @@ void Trainer::Run::write_trace() {
   mine.rank = comm_.rank();
   mine.host = comm_.host_name();
   mine.clock_offset_ns = recording_.clock_offset_ns;
-  mine.dropped = recording_.spans->dropped() + train_loader_->spans_dropped();
+  mine.dropped = recording_.spans->dropped() + data_.train_loader->spans_dropped();
   mine.spans = std::move(*recording_.spans).release();
-  const std::vector<Span> fills = train_loader_->spans();
+  const std::vector<Span> fills = data_.train_loader->spans();
   mine.spans.insert(mine.spans.end(), fills.begin(), fills.end());  // the loader threads' track
   mine.utilization = utilization_->points();
   std::vector<std::byte> part = serialize_rank_trace(mine);

@@ -295,7 +295,7 @@ void print_text(const Forecast& f) {
         "e-fold from the nearest measured configuration ({:.2f} e-folds)\n",
         100 * f.band->fit_error, 100 * kBandFloor, 100 * kBandPerEFold, f.band->distance);
     for (const std::string& o : f.band->outside) fmt::print("Outside what the doctor measured: {}\n", o);
-    if (f.busy_share > 0) {
+    if (f.busy_share >= 0.005) {  // what rounds to 0 % widens the band by nothing worth a line
       fmt::print(
           "Other processes took up to {:.0f} % of the machine's cores during the doctor's runs: the band "
           "widens by as much\n",

@@ -64,6 +64,13 @@ TEST(BusyMachine, PredictWidensItsBandByTheShareOthersTook) {
                        "widens by as much\n"),
             std::string::npos)
       << r.out;
+  // A quiet machine's few core-milliseconds (0.1 % of its cores) are no line of their own.
+  doctor["runs"][0]["summary"] = to_json(run_with_others(0.004).summary);
+  std::ofstream(dir / "doctor.json") << doctor.dump();
+  const auto quiet =
+      ddp::testing::run_command(std::string(DDPSCOPE_BINARY) + " predict --from doctor.json --devices 2", dir);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.out.find("Other processes took"), std::string::npos) << quiet.out;
 }
 
 }  // namespace

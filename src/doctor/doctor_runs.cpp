@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -16,7 +20,11 @@ void read(const nlohmann::json& run, const char* key, T& field) {
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (value->is_string()) field = value->get<std::string>();
   } else if constexpr (std::is_integral_v<T>) {
-    if (value->is_number_integer()) field = value->get<T>();
+    // A value beyond T's range (devices 1e10) is no value, not a wrapped one.
+    if (!value->is_number_integer()) return;
+    if (value->is_number_unsigned() && value->get<uint64_t>() > uint64_t{INT64_MAX}) return;
+    const int64_t v = value->get<int64_t>();
+    if (v >= std::numeric_limits<T>::min() && v <= std::numeric_limits<T>::max()) field = static_cast<T>(v);
   } else {
     if (value->is_number()) field = value->get<T>();
   }
@@ -46,9 +54,13 @@ std::vector<RunRecord> runs_of_doctor_json(const nlohmann::json& doctor) {
     if (const auto summary = block.find("summary"); summary != block.end() && summary->is_object()) {
       try {
         run.summary = nlohmann::ordered_json(*summary).get<RunSummary>();
+      } catch (const Error&) {
+        run.summary = RunSummary{};  // partly read: a summary this version cannot read is no measurement
+      }
+      try {
         run.config = run.summary.typed_config();
       } catch (const Error&) {
-        run.summary = RunSummary{};
+        // Options this version does not know: the run's other measurements still count.
       }
     }
     runs.push_back(std::move(run));

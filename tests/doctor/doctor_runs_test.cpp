@@ -65,6 +65,8 @@ TEST(DoctorRuns, WhatAFileLacksStaysUnmeasuredAndARunWithoutDevicesIsLeftOut) {
         {{"label", "no devices"}, {"ok", true}},
         {{"devices", "2"}, {"ok", true}},
         {{"devices", 0}, {"ok", true}},
+        {{"devices", 10000000000LL}, {"ok", true}},
+        {{"devices", 18446744073709551615ULL}, {"ok", true}},
         "not a run",
         {{"devices", 3}, {"ok", true}, {"wall_seconds", "fast"}, {"summary", {{"wall_seconds", "slow"}}}}}}};
   const std::vector<RunRecord> runs = runs_of_doctor_json(doctor);

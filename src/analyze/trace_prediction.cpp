@@ -114,11 +114,13 @@ std::optional<TracePrediction> predict_from_traces(const TraceAnalysis& a, std::
   if (matched) {
     for (double ms : a.collectives->transfer_ms_per_step) transfer += ms;
     transfer /= n;
-    // What the ranks waited beyond the others' lateness is the transfer they could not hide.
+    // A collective is in flight for its transfer and its wait for the others; the training
+    // thread is blocked on it for comm_wait of that. Blocked in proportion: on gloo the waiting
+    // runs on the library's threads, often under backward, so it cannot be subtracted first.
     double waits = 0;
     for (double ms : a.collectives->wait_ms_per_step) waits += ms;
-    const double exposed_transfer = std::max(0.0, comm_wait / n - waits / n);
-    p.exposed_share = transfer > 0 ? std::clamp(exposed_transfer / transfer, 0.0, 1.0) : 1.0;
+    const double in_flight = transfer + waits / n;
+    p.exposed_share = in_flight > 0 ? std::clamp(comm_wait / n / in_flight, 0.0, 1.0) : 1.0;
   } else {
     p.unknown.push_back("how much of the communication hides under compute (one rank traced: taken as none)");
   }

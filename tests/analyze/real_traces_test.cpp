@@ -140,6 +140,17 @@ TEST(RealTraces, LightningsProfilerFilesOfATwoRankDdpJob) {
     EXPECT_EQ(b.syncs.other_calls, 1);
     EXPECT_EQ(b.syncs.other_name, "gloo:broadcast");
   }
+  // Its ranks were blocked on communication about 1.3 ms per step while gloo's threads also
+  // waited for each other under backward: that waiting is no reason to price the transfer as
+  // hidden. The blocked share of the collectives' time in flight is what the what-if prices.
+  ASSERT_TRUE(a.prediction.has_value()) << a.no_prediction;
+  double comm_wait = 0, waits = 0, transfer = 0;
+  for (const RankBreakdown& b : a.ranks) comm_wait += b.part_ms[static_cast<std::size_t>(StepPart::kCommWait)] / 2;
+  for (double ms : a.collectives->wait_ms_per_step) waits += ms / 2;
+  for (double ms : a.collectives->transfer_ms_per_step) transfer += ms / 2;
+  EXPECT_GT(comm_wait, 0.5);
+  EXPECT_NEAR(a.prediction->exposed_share, comm_wait / (transfer + waits), 1e-9);
+  EXPECT_GT(a.prediction->exposed_share, 0.2);
 }
 
 // One training traced at 1, 2 and 3 devices (fixtures/README.md). Fitted from the 1- and

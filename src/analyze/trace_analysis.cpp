@@ -223,17 +223,19 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
   a.record = record_of(a);
   // The arrival rule indexes ranks in the order of the traces: position i is a.ranks[i]. A
   // straggler is named only where some part of its step is slower than the others' by more
-  // than the step-to-step noise: ranks sharing cores wait for each other at random.
+  // than the step-to-step noise and than the doctor's floor share of the step: ranks sharing
+  // cores wait for each other at random, and a balanced job's ranks differ by a few per cent.
   if (const std::optional<int> i = arrival_straggler_rank({{&a.record}, {}, {}, {}})) {
+    const RankBreakdown& rank = a.ranks[static_cast<std::size_t>(*i)];
     const std::optional<SlowPart> slow = slowest_part(a.ranks, static_cast<std::size_t>(*i));
-    const double noise = step_noise_ms(a.ranks);
-    if (slow && slow->excess_ms_per_step > noise) {
+    const double noise = step_noise_ms(a.ranks), floor = kStragglerMinShare * rank.step_ms;
+    if (slow && slow->excess_ms_per_step > std::max(noise, floor)) {
       a.straggler_part = slow;
     } else {
-      a.notes.push_back(
-          fmt::format("rank {} waited least at the collectives, but no part of its step is slower than "
-                      "the others' by more than the step-to-step noise ({:.3f} ms): no straggler",
-                      a.ranks[static_cast<std::size_t>(*i)].rank, noise));
+      a.notes.push_back(fmt::format(
+          "rank {} waited least at the collectives, but no part of its step is slower than the others' "
+          "by more than the step-to-step noise ({:.3f} ms) and {:.0f} % of its step ({:.3f} ms): no straggler",
+          rank.rank, noise, 100 * kStragglerMinShare, floor));
     }
   }
   a.findings = findings_of(a);

@@ -1,5 +1,12 @@
 #include "analyze/trace_reader.h"
 
+// RapidJSON's SIMD scans of whitespace and strings, for text in memory (the parts).
+#if defined(__SSE4_2__)
+#define RAPIDJSON_SSE42
+#elif defined(__SSE2__)
+#define RAPIDJSON_SSE2
+#endif
+
 #include <fmt/format.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
@@ -7,10 +14,13 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <iterator>
 #include <string_view>
 #include <unordered_map>
 
+#include "analyze/trace_parts.h"
 #include "analyze/trace_stream.h"
 #include "ddpscope/error.h"
 
@@ -24,6 +34,11 @@ inline void SkipWhitespace(ddp::TraceStream& is) {
 
 namespace ddp {
 namespace {
+
+// A file this large is read in parts of kPartBytes, on every core (trace_parts.h); a gzip file's
+// parts are of its inflated text.
+constexpr std::uintmax_t kPartsFromBytes = std::uintmax_t{8} << 20;
+constexpr std::size_t kPartBytes = std::size_t{4} << 20;
 
 EventKind kind_of(std::string_view category) {
   if (category == "kernel") return EventKind::kGpuKernel;
@@ -124,7 +139,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
  public:
   explicit TraceHandler(TraceFile& out) : out_(out) {}
 
-  bool Null() { return scalar(Value{}); }
+  bool Null() {
+    last_null_in_events_ = where() == Where::kEvents;
+    return scalar(Value{});
+  }
   bool Bool(bool) { return scalar(Value{}); }
   bool Int(int v) { return scalar(Value::of_number(v)); }
   bool Uint(unsigned v) { return scalar(Value::of_number(v)); }
@@ -145,6 +163,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool EndArray(rapidjson::SizeType) { return close(); }
 
   bool saw_events() const { return saw_events_; }
+  // Whether the last null read was an element of the events array: a part of a file ends with
+  // one, which proves the part was cut between two events.
+  bool last_null_in_events() const { return last_null_in_events_; }
 
  private:
   enum class Where { kRoot, kTop, kEvents, kEvent, kArgs, kDims, kDimsInner, kTypes, kDistributed, kOtherData, kSkip };
@@ -376,6 +397,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   std::string thread_key_;  // "pid/tid", built in place
   Scratch event_;
   bool saw_events_ = false;
+  bool last_null_in_events_ = false;
 };
 
 template <typename Stream>
@@ -404,7 +426,25 @@ TraceFile parse(Stream& stream, const std::string& path) {
 
 }  // namespace
 
+std::optional<TraceFile> parse_part_in_place(std::string& text, bool cut_after) {
+  TraceFile out;
+  TraceHandler handler(out);
+  rapidjson::Reader reader;
+  rapidjson::InsituStringStream stream(text.data());
+  const rapidjson::ParseResult result =
+      reader.Parse<rapidjson::kParseInsituFlag | rapidjson::kParseIterativeFlag>(stream, handler);
+  if (result.IsError() || !handler.saw_events() || (cut_after && !handler.last_null_in_events())) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 TraceFile read_trace(const std::string& path, const std::function<void(double)>& progress) {
+  std::error_code error;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, error);
+  if (!error && bytes >= kPartsFromBytes) {
+    if (std::optional<TraceFile> whole = read_trace_in_parts(path, kPartBytes, progress)) return std::move(*whole);
+  }
   TraceStream stream(path, progress);
   return parse(stream, path);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -33,10 +34,31 @@ TraceStream::~TraceStream() {
   if (file_ != nullptr) gzclose(file_);
 }
 
+std::size_t TraceStream::read(char* into, std::size_t count) {
+  const std::size_t buffered = std::min(count, static_cast<std::size_t>(end_ - next_));
+  std::memcpy(into, next_, buffered);
+  next_ += buffered;
+  std::size_t done = buffered;
+  // The rest straight from zlib into `into`: no copy through the buffer.
+  while (done < count && !ended_) {
+    const std::size_t got = inflate_into(into + done, count - done);
+    consumed_ += got;
+    done += got;
+  }
+  return done;
+}
+
 bool TraceStream::refill() {
   if (ended_) return false;
   consumed_ += static_cast<std::size_t>(end_ - buffer_.data());
-  const int got = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
+  const std::size_t got = inflate_into(buffer_.data(), buffer_.size());
+  next_ = buffer_.data();
+  end_ = next_ + got;
+  return got > 0;
+}
+
+std::size_t TraceStream::inflate_into(char* into, std::size_t count) {
+  const int got = gzread(file_, into, static_cast<unsigned>(std::min<std::size_t>(count, 1U << 30)));
   int code = Z_OK;
   const char* message = gzerror(file_, &code);
   // zlib reports a gzip file cut short as Z_BUF_ERROR once it reaches the end.
@@ -44,11 +66,9 @@ bool TraceStream::refill() {
     throw DataError(fmt::format("{}: damaged or truncated (gzip: {})", path_,
                                 code == Z_BUF_ERROR ? "unexpected end of file" : message));
   }
-  next_ = buffer_.data();
-  end_ = next_ + got;
   if (progress_ && file_bytes_ > 0) progress_(static_cast<double>(gzoffset(file_)) / static_cast<double>(file_bytes_));
   if (got == 0) ended_ = true;
-  return got > 0;
+  return static_cast<std::size_t>(got);
 }
 
 }  // namespace ddp

@@ -32,6 +32,9 @@ class TraceStream {
   std::size_t PutEnd(char*) { return 0; }
   // NOLINTEND(readability-identifier-naming)
 
+  // Up to `count` bytes into `into`, fewer only at the end of the file: the reader in parts.
+  std::size_t read(char* into, std::size_t count);
+
   // Past spaces, tabs and line ends, a buffer at a time: Kineto indents every field, and
   // RapidJSON's own skipping takes a character per call.
   void skip_whitespace() {
@@ -43,13 +46,14 @@ class TraceStream {
 
  private:
   bool refill();  // false at the end; throws DataError on a damaged or truncated file
+  std::size_t inflate_into(char* into, std::size_t count);  // 0 at the end; throws as refill
 
   std::string path_;
   gzFile file_ = nullptr;
   std::vector<char> buffer_;
   const char* next_ = nullptr;
   const char* end_ = nullptr;
-  std::size_t consumed_ = 0;  // inflated bytes before the buffer
+  std::size_t consumed_ = 0;  // inflated bytes before the buffer (and those read around it)
   bool ended_ = false;
   int64_t file_bytes_ = 0;
   std::function<void(double)> progress_;

@@ -1,0 +1,32 @@
+#pragma once
+// A large trace file read in parts, one core per part: the text is cut where one event of the
+// events array ends and the next opens its own line, each part is made whole JSON by what
+// stands around it in the file (`{"traceEvents":[` before it, `null]}` after it) and parsed in
+// place on its own thread, and the parts' events join in the file's order. The closing null
+// proves that a part was cut between two events (it must land in the events array); where it
+// does not, or the file has no such line (one line of JSON, a cut inside an event's arguments),
+// or a part is not valid JSON, the file is read again in one pass, which says what is wrong.
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "analyze/trace_file.h"
+
+namespace ddp {
+
+// Where the next part may begin in `text`: the last `{` that opens a line after a line ending in
+// a comma (Kineto's and PyTorch's layout of the events array); npos where there is none.
+std::size_t last_cut(std::string_view text);
+
+// One part, parsed in place (its text is written into). nullopt where it is not valid JSON or,
+// when `cut_after` (it ends with the closing null), where it was not cut between two events.
+std::optional<TraceFile> parse_part_in_place(std::string& text, bool cut_after);
+
+// The whole file in parts of about `part_bytes`; nullopt where it cannot be read so (then read it
+// in one pass). Throws DataError where the file cannot be read or its gzip is damaged.
+std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_t part_bytes,
+                                             const std::function<void(double)>& progress = {});
+
+}  // namespace ddp

@@ -82,10 +82,12 @@ std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_
   TraceFile out;
   out.path = path;
   bool first = true;
-  std::string opening, closing;  // around every part after the first, and after every part but the last
-  std::string carry;             // the file's bytes after the last cut
+  std::string_view opening, closing;  // before every part after the first, after every part but the last
+  std::string carry;                  // the file's bytes after the last cut
   for (bool ended = false; !ended;) {
-    std::string text = first ? std::string() : opening;
+    std::string text;
+    text.reserve(opening.size() + carry.size() + part_bytes + closing.size() + 16);  // + the parse's padding
+    if (!first) text.assign(opening);
     const std::size_t body = text.size();
     text += carry;
     const std::size_t have = text.size();
@@ -97,9 +99,11 @@ std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_
       const std::size_t start = text.find_first_not_of(" \t\r\n");
       if (start == std::string::npos) return std::nullopt;
       if (text[start] == '{') {
-        opening = R"({"traceEvents":[)", closing = "null]}";
+        opening = R"({"traceEvents":[)";
+        closing = "null]}";
       } else if (text[start] == '[') {
-        opening = "[", closing = "null]";
+        opening = "[";
+        closing = "null]";
       } else {
         return std::nullopt;
       }

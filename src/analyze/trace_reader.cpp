@@ -15,8 +15,8 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <optional>
 #include <iterator>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -430,6 +430,8 @@ std::optional<TraceFile> parse_part_in_place(std::string& text, bool cut_after) 
   TraceFile out;
   TraceHandler handler(out);
   rapidjson::Reader reader;
+  // RapidJSON's SIMD scans read whole aligned blocks of 16 bytes, past the closing NUL.
+  text.append(16, '\0');
   rapidjson::InsituStringStream stream(text.data());
   const rapidjson::ParseResult result =
       reader.Parse<rapidjson::kParseInsituFlag | rapidjson::kParseIterativeFlag>(stream, handler);

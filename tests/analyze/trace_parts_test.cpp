@@ -67,7 +67,7 @@ TEST(TraceParts, CutsWhereAnEventOpensALineAfterTheOneBefore) {
   const std::string compact = "[{\"a\": {\"b\": 1}},\n{\"a\": {\"b\": 2}},\r\n  {\"a\": 3}";
   EXPECT_EQ(last_cut(compact), compact.rfind("{\"a\": 3"));
   EXPECT_EQ(last_cut(R"([{"a": 1}, {"a": 2}, {"a": 3}])"), std::string_view::npos);  // one line
-  EXPECT_EQ(last_cut("{\"traceEvents\": [\n  {\"a\": 1}"), std::string_view::npos);   // after "[", not ","
+  EXPECT_EQ(last_cut("{\"traceEvents\": [\n  {\"a\": 1}"), std::string_view::npos);  // after "[", not ","
 }
 
 // Every committed trace (Kineto of torch 1.13 to 2.x, NCCL, gloo, ROCm, Lightning), plain and

@@ -280,16 +280,16 @@ TEST(PerStepProbeTest, StepsShorterThanTheClockResolvesAreMergedNotPlottedAsASaw
     spin_for(milliseconds(1));  // a busy step: its core is always busy
     samples.push_back(probe.probe_once());
   }
-  int changes = 0;
+  int changes = 0, idle = 0;
   for (std::size_t i = 1; i < samples.size(); ++i) {
     if (samples[i].utilization() != samples[i - 1].utilization()) ++changes;
-    // Never the sawtooth's 0 while spinning; how much of the core the process gets depends on
-    // what else runs on it (under ctest -j2 in CI's root: 38 %).
-    if (samples[i].utilization() >= 0) {
-      EXPECT_GT(samples[i].utilization(), 0.0) << "a spinning process read as idle at step " << i;
-    }
+    if (samples[i].utilization() == 0.0) ++idle;
   }
   EXPECT_LE(changes, 200 / 50 + 2) << "a new value at most once per 50 ms window";
+  // Not read as idle most of the time while spinning. How much of its core the process gets
+  // depends on what else runs there (under ctest -j2 in CI's root: 38 %), and a 50 ms window in
+  // which a loaded core gave it no tick at all reads 0 (seen once in a loaded run).
+  EXPECT_LT(idle, 200 / 2) << "a spinning process read as idle in " << idle << " of 200 steps";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #pragma once
 // Reads one trace file (.json or .json.gz) in one streaming pass, or a large one in parts on
 // every core (trace_parts.h): Kineto's JSON object (torch.profiler, any version), the bare
-// array that PyTorch builds without Kineto write, and ddpscope's own trace.json. Throws DataError naming the file and what is wrong.
+// array that PyTorch builds without Kineto write, and ddpscope's own trace.json. Throws
+// DataError naming the file and what is wrong.
 #include <functional>
 #include <string>
 

@@ -62,16 +62,23 @@ void join(TraceFile& out, Part& part) {
 }  // namespace
 
 std::size_t last_cut(std::string_view text) {
+  const auto blanks_before = [&](std::size_t i, bool lines) {
+    while (i > 0 && (is_blank(text[i - 1]) || (lines && text[i - 1] == '\n'))) --i;
+    return i;
+  };
+  std::size_t same_line = std::string_view::npos;
   for (std::size_t open = text.rfind('{'); open != std::string_view::npos && open > 0;
        open = text.rfind('{', open - 1)) {
-    std::size_t i = open;
-    while (i > 0 && is_blank(text[i - 1])) --i;
-    if (i == 0 || text[i - 1] != '\n') continue;
-    --i;
-    while (i > 0 && (is_blank(text[i - 1]) || text[i - 1] == '\n')) --i;
-    if (i > 0 && text[i - 1] == ',') return open;
+    const std::size_t i = blanks_before(open, false);
+    if (i > 0 && text[i - 1] == '\n') {
+      const std::size_t comma = blanks_before(i - 1, true);
+      if (comma > 0 && text[comma - 1] == ',') return open;
+    } else if (same_line == std::string_view::npos && i > 1 && text[i - 1] == ',') {
+      const std::size_t close = blanks_before(i - 1, false);
+      if (close > 0 && text[close - 1] == '}') same_line = open;
+    }
   }
-  return std::string_view::npos;
+  return same_line;
 }
 
 std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_t part_bytes,

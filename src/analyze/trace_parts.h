@@ -1,11 +1,11 @@
 #pragma once
 // A large trace file read in parts, one core per part: the text is cut where one event of the
-// events array ends and the next opens its own line, each part is made whole JSON by what
+// events array ends and the next begins (last_cut), each part is made whole JSON by what
 // stands around it in the file (`{"traceEvents":[` before it, `null]}` after it) and parsed in
 // place on its own thread, and the parts' events join in the file's order. The closing null
 // proves that a part was cut between two events (it must land in the events array); where it
-// does not, or the file has no such line (one line of JSON, a cut inside an event's arguments),
-// or a part is not valid JSON, the file is read again in one pass, which says what is wrong.
+// does not (a cut inside an event's arguments or a string), or a part is not valid JSON, or no
+// place to cut is found, the file is read again in one pass, which says what is wrong.
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -17,7 +17,9 @@
 namespace ddp {
 
 // Where the next part may begin in `text`: the last `{` that opens a line after a line ending in
-// a comma (Kineto's and PyTorch's layout of the events array); npos where there is none.
+// a comma (Kineto's layout: a line end is never inside a string), else the last `{` after `},`
+// on one line (PyTorch's legacy array is one line; a cut inside a string fails its part's
+// parse); npos where there is neither.
 std::size_t last_cut(std::string_view text);
 
 // One part, parsed in place (its text is written into). nullopt where it is not valid JSON or,

@@ -61,12 +61,16 @@ void expect_same(TraceFile& parts, TraceFile& one_pass) {
   }
 }
 
-TEST(TraceParts, CutsWhereAnEventOpensALineAfterTheOneBefore) {
+TEST(TraceParts, CutsBetweenTwoEventsOfTheArray) {
   const std::string kineto = "{\n  \"traceEvents\": [\n  {\n    \"ph\": \"X\"\n  },\n  {\n    \"ph\": \"X\"\n  }\n";
   EXPECT_EQ(last_cut(kineto), kineto.rfind('{'));
   const std::string compact = "[{\"a\": {\"b\": 1}},\n{\"a\": {\"b\": 2}},\r\n  {\"a\": 3}";
   EXPECT_EQ(last_cut(compact), compact.rfind("{\"a\": 3"));
-  EXPECT_EQ(last_cut(R"([{"a": 1}, {"a": 2}, {"a": 3}])"), std::string_view::npos);  // one line
+  // PyTorch's legacy array, one line: after "}," on the same line, where no line is to be had.
+  const std::string one_line = R"([{"a": 1}, {"a": 2},{"a": 3}])";
+  EXPECT_EQ(last_cut(one_line), one_line.rfind("{\"a\": 3"));
+  EXPECT_EQ(last_cut(R"({"a": {"b": 1}, "c": {"d": 2}})"), std::string_view::npos);  // after a key
+  EXPECT_EQ(last_cut("[[1], [2]]"), std::string_view::npos);
   EXPECT_EQ(last_cut("{\"traceEvents\": [\n  {\"a\": 1}"), std::string_view::npos);  // after "[", not ","
 }
 
@@ -104,7 +108,7 @@ TEST(TraceParts, ReadsWhatFollowsTheEventsAndTheLegacyArray) {
                               R"(", "pid": 1, "tid": )" + std::to_string(i % 3) + R"(, "ts": )" +
                               std::to_string(4000 - i) + R"(, "dur": 2})";
     kineto << (i ? ",\n  " : "  ") << event;
-    legacy << (i ? ",\n" : "") << event;
+    legacy << (i ? ", " : "") << event;  // one line, as torch 1.13 without Kineto writes it
   }
   kineto << "\n],\n\"distributedInfo\": {\"rank\": 2, \"world_size\": 4, \"backend\": \"gloo\"},\n"
             "\"otherData\": {\"producer\": \"ddpscope 1\"}}\n";

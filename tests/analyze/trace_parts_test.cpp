@@ -143,8 +143,9 @@ TEST(TraceParts, AFileCutInsideItsEventsIsReadInOnePass) {
   expect_same(whole, one_pass);
 }
 
-// A large file damaged in its middle: read_trace says what one pass says, at the same byte.
-TEST(TraceParts, ALargeDamagedFileIsReportedAsOnePassReportsIt) {
+// A large file: read_trace reads it in parts as one pass reads it, and where it is damaged in its
+// middle, says what one pass says, at the same byte.
+TEST(TraceParts, ALargeFileIsReadAsOnePassReadsItAndItsDamageReportedAlike) {
   const auto dir = fresh_dir("trace_parts_damaged");
   std::string text = "{\"traceEvents\": [\n";
   for (int i = 0; text.size() < (std::size_t{9} << 20); ++i) {
@@ -152,6 +153,9 @@ TEST(TraceParts, ALargeDamagedFileIsReportedAsOnePassReportsIt) {
             std::to_string(i) + R"(, "dur": 1})";
   }
   text += "\n]}\n";
+  TraceFile whole = read_trace(write(dir / "whole.json", text).string());
+  TraceFile one_pass = read_trace_text(text, (dir / "whole.json").string());
+  expect_same(whole, one_pass);
   text[text.find(", \"dur\"", text.size() / 2)] = '@';
   const fs::path path = write(dir / "damaged.json", text);
   std::string parts_error = "no error", one_pass_error = "no error";

@@ -291,8 +291,8 @@ void print_text(const Forecast& f) {
              p.speedup);
   if (f.band) {
     fmt::print(
-        "Band: the model's largest error on the doctor's runs, {:.1f} % (at least {:.0f} %), plus {:.0f} % per "
-        "e-fold from the nearest measured configuration ({:.2f} e-folds)\n",
+        "Band: the model's largest error on the nearest of the doctor's runs, {:.1f} % (at least {:.0f} %), plus "
+        "{:.0f} % per e-fold from them ({:.2f} e-folds)\n",
         100 * f.band->fit_error, 100 * kBandFloor, 100 * kBandPerEFold, f.band->distance);
     for (const std::string& o : f.band->outside) fmt::print("Outside what the doctor measured: {}\n", o);
     if (f.busy_share >= 0.005) {  // what rounds to 0 % widens the band by nothing worth a line

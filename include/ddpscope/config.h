@@ -27,6 +27,7 @@ struct DataOptions {
 struct BatchLimit {
   double fraction = 1.0;         // used when count is not set
   std::optional<int64_t> count;  // micro-batches
+  bool operator==(const BatchLimit&) const = default;
 };
 
 // Lightning's Trainer arguments. Field order lets the seed write

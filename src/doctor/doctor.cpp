@@ -210,7 +210,11 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
   }
   for (const AblationResult& a : result.ablations) {
     if (!a.run.ok) continue;
-    rows.push_back(prediction_row(model, workload_for(a.run.config, a.run.devices), &a.run, a.name));
+    const WorkloadConfig w = workload_for(a.run.config, a.run.devices);
+    WorkloadConfig baseline = workload;
+    baseline.devices = a.run.devices;
+    rows.push_back(prediction_row(model, w, &a.run, a.name));
+    rows.back().modelled = w != baseline;
   }
   // Without a multi-device run the model has no price for communication: no other device count.
   if (!multi_device_measured(result)) return rows;
@@ -233,7 +237,7 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
 void add_bands(DoctorResult& result) {
   std::vector<MeasuredPoint> measured;
   for (const PredictionRow& p : result.predictions) {
-    if (p.measured_wall_seconds) {
+    if (p.measured_wall_seconds && p.modelled) {
       const WorkloadConfig& w = p.workload;
       measured.push_back({w.devices, w.batch_size, w.hidden_size, w.hidden_layers, *p.error()});
     }

@@ -86,6 +86,7 @@ nlohmann::ordered_json prediction_json(const PredictionRow& p) {
           {"predicted_speedup", p.predicted_speedup},
           {"measured_wall_seconds", optional_json(p.measured_wall_seconds)},
           {"error", optional_json(p.error())},
+          {"modelled", p.modelled},
           {"band", optional_json(p.band)}};
 }
 

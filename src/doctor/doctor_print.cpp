@@ -81,13 +81,15 @@ void print_model(std::FILE* out, const ModelParameters& model, const std::vector
   std::fprintf(out, "Predicted vs measured:\n");
   for (const PredictionRow& p : predictions) {
     if (!p.measured_wall_seconds) continue;
-    std::fprintf(out, "  %-34s predicted %8.2f s, measured %8.2f s (%+.1f %%)\n", (*p.label + ":").c_str(),
-                 p.predicted_wall_seconds, *p.measured_wall_seconds, 100 * *p.error());
+    std::fprintf(out, "  %-34s predicted %8.2f s, measured %8.2f s (%+.1f %%%s)\n", (*p.label + ":").c_str(),
+                 p.predicted_wall_seconds, *p.measured_wall_seconds, 100 * *p.error(),
+                 p.modelled ? "" : ": a change the model does not see");
   }
   // Rows without a measurement: other device counts and links, and measured runs that failed.
   std::fprintf(out,
                "Predicted for other device counts and links (speedup over 1 device; the band: the model's error "
-               "on these runs, at least 5 %%, plus 20 %% per e-fold from them and what other processes took):\n");
+               "on the nearest of these runs, at least 5 %%, plus 20 %% per e-fold from them and what other "
+               "processes took):\n");
   for (const PredictionRow& p : predictions) {
     if (p.measured_wall_seconds) continue;
     const std::string band = p.band ? fmt::format(" ± {:.0f} %", 100 * *p.band) : std::string();

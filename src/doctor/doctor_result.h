@@ -28,6 +28,10 @@ struct PredictionRow {
   double predicted_wall_seconds = 0;
   double predicted_speedup = 0;
   std::optional<double> measured_wall_seconds;  // the run's, when it ran and succeeded
+  // False for an ablation whose change the model does not see (its workload is its baseline's,
+  // such as loader workers): the difference from its measured time is the ablation's effect,
+  // not the model's error, and no band counts it.
+  bool modelled = true;
   // Not measured: the half-width of its band, relative (doctor/prediction_band.h, plus the
   // share of the cores other processes took during the runs, doctor/busy_machine.h).
   std::optional<double> band;

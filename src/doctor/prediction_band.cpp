@@ -43,6 +43,8 @@ std::vector<MeasuredPoint> measured_points(const nlohmann::json& doctor) {
       return v != row.end() && v->is_number() ? v->get<double>() : std::numeric_limits<double>::quiet_NaN();
     };
     const auto label = row.find("label");
+    const auto modelled = row.find("modelled");
+    if (modelled != row.end() && modelled->is_boolean() && !modelled->get<bool>()) continue;
     const double measured = number("measured_wall_seconds"), error = number("error");
     if (label == row.end() || !label->is_string() || !std::isfinite(measured) || !std::isfinite(error)) continue;
     const double devices = number("devices"), batch = number("batch_size"), width = number("hidden_size"),
@@ -57,14 +59,16 @@ std::vector<MeasuredPoint> measured_points(const nlohmann::json& doctor) {
 PredictionBand prediction_band(const std::vector<MeasuredPoint>& measured, const WorkloadConfig& c) {
   DDP_CHECK(!measured.empty(), "a band needs a measured configuration");
   PredictionBand band;
+  const auto distance = [&](const MeasuredPoint& m) {
+    return efolds(static_cast<double>(c.batch_size), static_cast<double>(m.batch_size)) +
+           efolds(static_cast<double>(c.hidden_size), static_cast<double>(m.hidden_size)) +
+           efolds(static_cast<double>(c.hidden_layers + 1), static_cast<double>(m.hidden_layers + 1)) +
+           efolds(c.devices, m.devices);
+  };
   band.distance = std::numeric_limits<double>::max();
+  for (const MeasuredPoint& m : measured) band.distance = std::min(band.distance, distance(m));
   for (const MeasuredPoint& m : measured) {
-    band.fit_error = std::max(band.fit_error, std::fabs(m.error));
-    const double d = efolds(static_cast<double>(c.batch_size), static_cast<double>(m.batch_size)) +
-                     efolds(static_cast<double>(c.hidden_size), static_cast<double>(m.hidden_size)) +
-                     efolds(static_cast<double>(c.hidden_layers + 1), static_cast<double>(m.hidden_layers + 1)) +
-                     efolds(c.devices, m.devices);
-    band.distance = std::min(band.distance, d);
+    if (distance(m) <= band.distance + 1e-9) band.fit_error = std::max(band.fit_error, std::fabs(m.error));
   }
   band.relative = std::max(band.fit_error, kBandFloor) + kBandPerEFold * band.distance;
   say_if_outside(

@@ -1,9 +1,10 @@
 #pragma once
-// How far a prediction of the scaling model can be trusted. At the configurations the doctor
-// ran, the model is as good as its fit there (its largest error on them, at least kBandFloor).
-// Away from them it knows less: the band grows by kBandPerEFold for every e-fold the asked
-// configuration lies from the nearest measured one, summed over per-device batch, hidden width,
-// depth (layers + 1) and devices. Measured: fitted at batch 256 across 3 namespace hosts, the
+// How far a prediction of the scaling model can be trusted. Near the configurations the doctor
+// ran, the model is as good as its fit there: its largest error on the measured configurations
+// nearest the asked one, at least kBandFloor (one corner it fits badly, such as a width the
+// machine cannot hold, says little about another). Away from them it knows less: the band grows
+// by kBandPerEFold for every e-fold the asked configuration lies from the nearest measured one,
+// summed over per-device batch, hidden width, depth (layers + 1) and devices. Measured: fitted at batch 256 across 3 namespace hosts, the
 // model predicted batch 48 (1.67 e-folds away) 32 % under its run; 0.05 + 0.2 * 1.67 = ±38 %.
 #include <string>
 #include <vector>
@@ -33,7 +34,8 @@ struct PredictionBand {
   std::vector<std::string> outside;  // what lies beyond the measured range, in words
 };
 
-// doctor.json's "predictions" rows that were measured (a label and a measured wall time).
+// doctor.json's "predictions" rows that were measured (a label and a measured wall time) and
+// whose change the model sees (not "modelled": false, such as an ablation of loader workers).
 std::vector<MeasuredPoint> measured_points(const nlohmann::json& doctor);
 
 // Needs at least one measured point (checked).

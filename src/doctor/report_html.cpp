@@ -590,7 +590,8 @@ std::string predictions_section(const ReportView& view, int number) {
   std::string out = section_start(
       "prediction-results", number, "Predictions",
       fmt::format("The scaling model's wall time for other device counts, interconnects, batch sizes and widths. "
-                  "Where a measured run exists it stands beside the prediction; errors beyond {:.0f} % are marked.",
+                  "Where a measured run exists it stands beside the prediction; errors beyond {:.0f} % are marked, "
+                  "except where the run changed what the model does not see (not modelled).",
                   100 * kPredictionTolerance));
   out += model_table(view.model);
   out +=
@@ -614,8 +615,9 @@ std::string predictions_section(const ReportView& view, int number) {
     out += fmt::format("<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num{}\">{}</td></tr>",
                        seconds_text(p.predicted_wall_seconds) +
                            (std::isfinite(p.band) ? fmt::format(" ± {:.0f} %", 100 * p.band) : std::string()),
-                       seconds_text(p.measured_wall_seconds), std::abs(p.error) > kPredictionTolerance ? " off" : "",
-                       percent_text(p.error, true));
+                       seconds_text(p.measured_wall_seconds),
+                       p.modelled && std::abs(p.error) > kPredictionTolerance ? " off" : "",
+                       percent_text(p.error, true) + (p.modelled ? "" : " (not modelled)"));
   }
   if (predictions.empty()) out += "<tr><td colspan=\"8\" class=\"muted\">No predictions.</td></tr>";
   return out + "</tbody></table></section>";

@@ -279,7 +279,8 @@ PredictionView prediction_of(const Json& p) {
           .predicted_wall_seconds = number_of(p, "predicted_wall_seconds"),
           .band = number_of(p, "band"),
           .measured_wall_seconds = number_of(p, "measured_wall_seconds"),
-          .error = number_of(p, "error")};
+          .error = number_of(p, "error"),
+          .modelled = !member(p, "modelled").is_boolean() || member(p, "modelled").get<bool>()};
 }
 
 }  // namespace

@@ -107,6 +107,7 @@ struct PredictionView {
   double band = 0;  // relative half-width; NaN where the row has none (measured rows, older files)
   double measured_wall_seconds = 0;
   double error = 0;
+  bool modelled = true;  // false: an ablation the model does not see; its error is the ablation's effect
 };
 
 // The largest run against one device, when both ran: the page's question and verdict.

@@ -35,6 +35,7 @@ struct WorkloadConfig {
   bool on_gpu = false;                    // trained on a GPU (summary.json's "accelerator": "cuda")
   bool cuda_graph = true;                 // on a GPU: one CUDA graph per step (false: --no-cuda-graph)
   std::string interconnect = "measured";  // "measured" (the fitted alpha, beta) or a preset name
+  bool operator==(const WorkloadConfig&) const = default;
 };
 
 struct WorkloadCounts {

@@ -34,4 +34,11 @@ std::optional<HostLoadSnapshot> take_host_load_snapshot() {
   return s;
 }
 
+std::string kernel_boot_id() {
+  std::string id;
+  if (!read_text_file("/proc/sys/kernel/random/boot_id", id)) return {};
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
 }  // namespace ddp

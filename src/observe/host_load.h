@@ -5,6 +5,7 @@
 // runs say it. Both counters are cumulative: the busy time of every "cpuN" line of /proc/stat
 // (every state but idle and iowait), and this process's CPU time (every thread).
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace ddp {
@@ -21,5 +22,10 @@ std::optional<HostLoadSnapshot> parse_host_busy(std::string_view stat_text, doub
 
 // Now; nullopt where /proc/stat cannot be read.
 std::optional<HostLoadSnapshot> take_host_load_snapshot();
+
+// The running kernel's boot id. Host names that share it (network namespaces, containers: the
+// local cluster's hosts) share one machine's cores and one /proc/stat, so their ranks are one
+// machine's own. Empty where it cannot be read.
+std::string kernel_boot_id();
 
 }  // namespace ddp

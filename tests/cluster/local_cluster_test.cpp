@@ -196,6 +196,11 @@ TEST_F(LocalCluster, DoctorComparesOneDeviceWithTwoHosts) {
   const fs::path root = dir / "ddpscope_logs/version_0";
   const nlohmann::json two = nlohmann::json::parse(testing::read_text(root / "runs/devices=2/summary.json"));
   EXPECT_EQ(two["hosts"], nlohmann::json({"ddpscope-h1", "ddpscope-h2"}));
+  // The two namespace hosts run on one kernel, so one machine's cores: each rank is the
+  // machine's own, not another process beside the other.
+  ASSERT_EQ(two["host_load"].size(), 1u) << two.dump();
+  EXPECT_EQ(two["host_load"][0]["host"], "ddpscope-h1 and ddpscope-h2");
+  EXPECT_GT(two["host_load"][0]["ranks_cpu_seconds"].get<double>(), 0.0);
   const nlohmann::json doctor = nlohmann::json::parse(testing::read_text(root / "doctor.json"));
   EXPECT_FALSE(doctor["allreduce_probe"].empty()) << run.out;
   EXPECT_NE(run.out.find("Every mpirun started here took: --allow-run-as-root --hostfile"), std::string::npos)

@@ -369,5 +369,43 @@ TEST(PredictCommand, PrintsABandThatGrowsAwayFromTheMeasuredConfigurations) {
               1e-9);
 }
 
+// The band takes the model's error from the measured runs nearest the asked configuration: a
+// width it fitted badly does not widen the band at the measured width, and an ablation the model
+// cannot see (loader workers: its workload is the baseline's) never counts.
+TEST(PredictCommand, TheBandTakesTheErrorOfTheNearestRunsTheModelSees) {
+  const auto dir = fresh_dir("predict_band_nearest");
+  nlohmann::json doc = doctor_json();
+  doc["predictions"].push_back({{"label", "devices=3 width=1024"},
+                                {"devices", 3},
+                                {"batch_size", 256},
+                                {"hidden_size", 1024},
+                                {"hidden_layers", 3},
+                                {"measured_wall_seconds", 14.0},
+                                {"error", -0.28},
+                                {"modelled", true}});
+  doc["predictions"].push_back({{"label", "devices=3 loader-workers=1"},
+                                {"devices", 3},
+                                {"batch_size", 256},
+                                {"hidden_size", 256},
+                                {"hidden_layers", 3},
+                                {"measured_wall_seconds", 12.0},
+                                {"error", -0.35},
+                                {"modelled", false}});
+  const std::string path = write(dir, "doctor.json", doc.dump(2));
+  const auto band = [&](const std::string& args) {
+    const testing::CommandResult r = run_command(predict_command("--from " + path + " --json " + args), dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["band"];
+  };
+  // At the measured width: the baseline's 4 %, at least 5 %; neither -28 % nor -35 %.
+  EXPECT_NEAR(band("--devices 3")["relative"].get<double>(), 0.05, 1e-9);
+  // At the width fitted badly: its error.
+  EXPECT_NEAR(band("--devices 3 --hidden-size 1024")["relative"].get<double>(), 0.28, 1e-9);
+  // Halfway (an e-fold's ln 2 from both): the worse of the two, plus the distance.
+  const nlohmann::json between = band("--devices 3 --hidden-size 512");
+  EXPECT_NEAR(between["fit_error"].get<double>(), 0.28, 1e-9);
+  EXPECT_NEAR(between["relative"].get<double>(), 0.28 + 0.2 * std::log(2.0), 1e-9);
+}
+
 }  // namespace
 }  // namespace ddp

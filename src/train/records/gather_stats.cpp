@@ -10,6 +10,7 @@
 #include "ddpscope/error.h"
 #include "dist/gather.h"
 #include "observe/cpu_usage.h"
+#include "observe/host_load.h"
 
 namespace ddp {
 
@@ -119,8 +120,12 @@ void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>&
     }
   }
   const std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(comm, std::as_bytes(std::span(wire)));
+  const std::string boot_id = kernel_boot_id();
+  const std::vector<std::vector<std::byte>> boot_ids = gather_at_rank_zero(comm, std::as_bytes(std::span(boot_id)));
   stats.host_load.clear();
   if (parts.empty()) return;
+  std::vector<std::string> machines;  // per entry of host_load: its kernel's boot id, else its host name
+  std::vector<std::vector<std::string>> names;  // per entry: its ranks' host names
   for (std::size_t r = 0; r < parts.size(); ++r) {
     DDP_CHECK_EQ(parts[r].size(), sizeof(wire));
     std::memcpy(wire.data(), parts[r].data(), sizeof(wire));
@@ -129,13 +134,26 @@ void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>&
       return;
     }
     const std::string& host = stats.hosts[r];
-    auto it =
-        std::find_if(stats.host_load.begin(), stats.host_load.end(), [&](const HostLoad& h) { return h.host == host; });
-    if (it == stats.host_load.end()) it = stats.host_load.insert(it, HostLoad{host, 0, 0, 0});
-    // The ranks of one host read its counters moments apart: the largest reading covers them all.
-    it->busy_core_seconds = std::max(it->busy_core_seconds, wire[0]);
-    it->ranks_cpu_seconds += wire[1];
-    it->cores = static_cast<int>(wire[2]);
+    const std::string machine = boot_ids[r].empty()
+                                    ? "host " + host
+                                    : std::string(reinterpret_cast<const char*>(boot_ids[r].data()), boot_ids[r].size());
+    const auto at = std::find(machines.begin(), machines.end(), machine);
+    const std::size_t i = static_cast<std::size_t>(at - machines.begin());
+    if (at == machines.end()) {
+      machines.push_back(machine);
+      names.emplace_back();
+      stats.host_load.emplace_back();
+    }
+    HostLoad& load = stats.host_load[i];
+    // Host names of one kernel (the local cluster's namespaces) count their ranks together.
+    if (std::find(names[i].begin(), names[i].end(), host) == names[i].end()) {
+      load.host += (names[i].empty() ? "" : " and ") + host;
+      names[i].push_back(host);
+    }
+    // The ranks of one machine read its counters moments apart: the largest reading covers them all.
+    load.busy_core_seconds = std::max(load.busy_core_seconds, wire[0]);
+    load.ranks_cpu_seconds += wire[1];
+    load.cores = static_cast<int>(wire[2]);
   }
 }
 

@@ -27,8 +27,9 @@ std::vector<PhaseCalls> gather_run_stats(Communicator& comm, const PhaseClock& c
 // empty when any rank has no snapshot (its /proc was unreadable); other ranks' lists stay empty.
 void gather_sched_stats(Communicator& comm, const std::optional<SchedSnapshot>& start, RunSummary& stats);
 // Collective, at the end of training: every rank's CPU time and its host's busy core time since
-// `start` into stats.host_load at rank zero, per host (stats.hosts, filled by gather_run_stats,
-// names them). Stays empty when any rank has no snapshot (its /proc/stat was unreadable).
+// `start` into stats.host_load at rank zero, one entry per machine (kernel), named by the host
+// names of its ranks (stats.hosts, filled by gather_run_stats). Stays empty when any rank has no
+// snapshot (its /proc/stat was unreadable).
 void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>& start, RunSummary& stats);
 // Collective: every rank's thread census (observe/thread_census.h) into stats.threads_per_rank
 // at rank zero, which writes summary.json.

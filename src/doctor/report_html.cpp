@@ -590,8 +590,7 @@ std::string predictions_section(const ReportView& view, int number) {
   std::string out = section_start(
       "prediction-results", number, "Predictions",
       fmt::format("The scaling model's wall time for other device counts, interconnects, batch sizes and widths. "
-                  "Where a measured run exists it stands beside the prediction; errors beyond {:.0f} % are marked, "
-                  "except where the run changed what the model does not see (not modelled).",
+                  "Where a measured run exists it stands beside the prediction; errors beyond {:.0f} % are marked.",
                   100 * kPredictionTolerance));
   out += model_table(view.model);
   out +=

@@ -98,6 +98,14 @@ TEST(Doctor, FindsTheInjectedPerStepProbeAndNotWhenItIsAbsent) {
   EXPECT_TRUE(labels.count("devices=1 monitor-background")) << doc["predictions"].dump(2);
   EXPECT_NE(r.out.find("\n  devices=1 monitor-background:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\n  devices=1:"), std::string::npos) << r.out;
+  // The model sees what the monitor ablation changed, not what the loader ablation did.
+  for (const auto& p : doc["predictions"]) {
+    if (p["label"] == "devices=1 monitor-background") EXPECT_TRUE(p["modelled"].get<bool>()) << p.dump();
+    if (p["label"] == "devices=1 loader-workers=1") EXPECT_FALSE(p["modelled"].get<bool>()) << p.dump();
+  }
+  if (r.out.find("\n  devices=1 loader-workers=1:") != std::string::npos) {
+    EXPECT_NE(r.out.find("a change the model does not see)\n"), std::string::npos) << r.out;
+  }
   for (const auto& f : doc["findings"]) {
     for (const char* key : {"title", "detail", "cost_seconds", "share_of_wall", "evidence", "fix"}) {
       EXPECT_TRUE(f.contains(key)) << key;

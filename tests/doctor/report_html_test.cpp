@@ -178,6 +178,10 @@ TEST(ReportHtml, PredictionTableShowsErrorsAndMarksLargeOnes) {
   const std::string table = element_with_id(html, "predictions", "</table>");
   EXPECT_EQ(count(table, "<tr>"), 1u + doc["predictions"].size());
   EXPECT_NE(table.find("class=\"num off\">+31.0 %"), std::string::npos);
+  // An ablation the model does not see (loader workers): its difference is the ablation's effect.
+  doc["predictions"][0]["modelled"] = false;
+  const std::string unseen = element_with_id(render_report_html(doc), "predictions", "</table>");
+  EXPECT_NE(unseen.find("class=\"num\">+31.0 % (not modelled)"), std::string::npos) << unseen;
 }
 
 TEST(ReportHtml, PredictionTableShowsLayersOnlyWhenPredicted) {

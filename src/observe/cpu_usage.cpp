@@ -66,6 +66,7 @@ std::optional<CoreJiffies> parse_proc_stat(std::string_view text, std::span<cons
     for (std::size_t i = 0; i < count; ++i) total += field[i];
     const uint64_t idle = field[3] + field[4];  // field[4] stays 0 where iowait is absent
     sum.busy += total - idle;
+    sum.interrupts += field[5] + field[6];  // 0 where the line stops before them
     sum.total += total;
     ++found;
   }

@@ -20,8 +20,9 @@ inline constexpr std::chrono::milliseconds kMinUtilizationWindow{50};
 
 // Jiffies (USER_HZ ticks, usually 10 ms) summed over some cores since boot.
 struct CoreJiffies {
-  uint64_t busy = 0;   // every state but idle and iowait
-  uint64_t total = 0;  // every state
+  uint64_t busy = 0;        // every state but idle and iowait
+  uint64_t total = 0;       // every state
+  uint64_t interrupts = 0;  // irq and softirq, part of busy
 };
 
 // Sums the "cpuN" lines of /proc/stat text for N in `cores`. nullopt when a requested core

@@ -23,7 +23,9 @@ std::optional<HostLoadSnapshot> parse_host_busy(std::string_view stat_text, doub
   }
   const std::optional<CoreJiffies> jiffies = parse_proc_stat(stat_text, cores);
   if (!jiffies || ticks_per_second <= 0) return std::nullopt;
-  return HostLoadSnapshot{static_cast<double>(jiffies->busy) / ticks_per_second, 0, static_cast<int>(cores.size())};
+  return HostLoadSnapshot{.busy_core_seconds = static_cast<double>(jiffies->busy) / ticks_per_second,
+                          .interrupt_core_seconds = static_cast<double>(jiffies->interrupts) / ticks_per_second,
+                          .cores = static_cast<int>(cores.size())};
 }
 
 std::optional<HostLoadSnapshot> take_host_load_snapshot() {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "train/records/run_summary.h"
 
 namespace ddp {
 namespace {
@@ -17,13 +18,18 @@ TEST(HostLoad, SumsTheBusyTimeOfEveryCoreLine) {
   // user nice system idle iowait irq softirq steal: busy = all but idle and iowait.
   const std::optional<HostLoadSnapshot> s = parse_host_busy(
       "cpu  300 0 100 900 10 0 0 0 0 0\n"
-      "cpu0 200 0 50 400 5 0 0 0 0 0\n"
-      "cpu1 100 0 50 500 5 0 0 0 0 0\n"
+      "cpu0 200 0 50 400 5 3 7 0 0 0\n"
+      "cpu1 100 0 50 500 5 0 10 0 0 0\n"
       "intr 12345\n",
       100.0);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->cores, 2);
-  EXPECT_DOUBLE_EQ(s->busy_core_seconds, 4.0);  // (250 + 150) ticks at 100 per second
+  EXPECT_DOUBLE_EQ(s->busy_core_seconds, 4.2);        // (260 + 160) ticks at 100 per second
+  EXPECT_DOUBLE_EQ(s->interrupt_core_seconds, 0.2);  // irq 3 + softirq 17
+  // Interrupt work is the kernel's, not another process's.
+  const HostLoad h{.host = "node", .cores = 2, .busy_core_seconds = 4.2, .ranks_cpu_seconds = 3.5,
+                   .interrupt_core_seconds = 0.2};
+  EXPECT_DOUBLE_EQ(h.others_core_seconds(), 0.5);
   EXPECT_FALSE(parse_host_busy("intr 1\n", 100.0).has_value());
   EXPECT_FALSE(parse_host_busy("cpu0 1 2\n", 100.0).has_value());  // too few fields
 }

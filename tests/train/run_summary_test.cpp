@@ -62,7 +62,11 @@ RunSummary two_rank_summary() {
                        .involuntary_switches = 1021,
                        .steal_seconds = 0.25}};
   s.cores_per_rank = {{0}, {1, 3}};
-  s.host_load = {{.host = "node1", .cores = 4, .busy_core_seconds = 3.5, .ranks_cpu_seconds = 2.25},
+  s.host_load = {{.host = "node1",
+                  .cores = 4,
+                  .busy_core_seconds = 3.5,
+                  .ranks_cpu_seconds = 2.25,
+                  .interrupt_core_seconds = 0.5},
                  {.host = "node2", .cores = 4, .busy_core_seconds = 2.0, .ranks_cpu_seconds = 2.1}};
   s.arrivals.collectives = 12;
   s.arrivals.steps = 12;
@@ -116,8 +120,10 @@ TEST(RunSummary, WritesEachRanksSchedStatsAndCores) {
   EXPECT_DOUBLE_EQ(j["sched_per_rank"][1]["wait_share"].get<double>(), 1.05 / 2.15);
   EXPECT_DOUBLE_EQ(j["sched_per_rank"][1]["steal_seconds"].get<double>(), 0.25);
   EXPECT_EQ(j["cores_per_rank"], nlohmann::ordered_json::parse("[[0], [1, 3]]"));
-  // What other processes took: the busy core time less the ranks' own, never below 0.
-  EXPECT_DOUBLE_EQ(j["host_load"][0]["others_core_seconds"].get<double>(), 1.25);
+  // What other processes took: the busy core time less the interrupt work and the ranks' own,
+  // never below 0.
+  EXPECT_DOUBLE_EQ(j["host_load"][0]["interrupt_core_seconds"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["host_load"][0]["others_core_seconds"].get<double>(), 0.75);
   EXPECT_DOUBLE_EQ(j["host_load"][1]["others_core_seconds"].get<double>(), 0.0);
 }
 

@@ -112,11 +112,12 @@ void gather_sched_stats(Communicator& comm, const std::optional<SchedSnapshot>& 
 
 void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>& start, RunSummary& stats) {
   constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-  std::array<double, 3> wire{kNone, kNone, 0};  // host busy core-seconds, own CPU seconds, cores
+  // host busy core-seconds, own CPU seconds, cores, host interrupt core-seconds
+  std::array<double, 4> wire{kNone, kNone, 0, 0};
   if (start) {
     if (const std::optional<HostLoadSnapshot> end = take_host_load_snapshot()) {
       wire = {end->busy_core_seconds - start->busy_core_seconds, end->process_cpu_seconds - start->process_cpu_seconds,
-              static_cast<double>(end->cores)};
+              static_cast<double>(end->cores), end->interrupt_core_seconds - start->interrupt_core_seconds};
     }
   }
   const std::vector<std::vector<std::byte>> parts = gather_at_rank_zero(comm, std::as_bytes(std::span(wire)));
@@ -152,6 +153,7 @@ void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>&
     }
     // The ranks of one machine read its counters moments apart: the largest reading covers them all.
     load.busy_core_seconds = std::max(load.busy_core_seconds, wire[0]);
+    load.interrupt_core_seconds = std::max(load.interrupt_core_seconds, wire[3]);
     load.ranks_cpu_seconds += wire[1];
     load.cores = static_cast<int>(wire[2]);
   }

@@ -269,7 +269,7 @@ OptionTexts options_from_json(const Json& config) {
 
 bool operator==(const HostLoad& a, const HostLoad& b) {
   return a.host == b.host && a.cores == b.cores && a.busy_core_seconds == b.busy_core_seconds &&
-         a.ranks_cpu_seconds == b.ranks_cpu_seconds;
+         a.ranks_cpu_seconds == b.ranks_cpu_seconds && a.interrupt_core_seconds == b.interrupt_core_seconds;
 }
 
 bool operator==(const RunSummary& a, const RunSummary& b) {
@@ -348,6 +348,7 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
                                 {"cores", h.cores},
                                 {"busy_core_seconds", h.busy_core_seconds},
                                 {"ranks_cpu_seconds", h.ranks_cpu_seconds},
+                                {"interrupt_core_seconds", h.interrupt_core_seconds},
                                 {"others_core_seconds", h.others_core_seconds()}});
     }
   }
@@ -444,7 +445,11 @@ void from_json(const Json& j, RunSummary& s) {
       s.host_load.push_back({.host = read<std::string>(host, "host", in),
                              .cores = read<int>(host, "cores", in),
                              .busy_core_seconds = read<double>(host, "busy_core_seconds", in),
-                             .ranks_cpu_seconds = read<double>(host, "ranks_cpu_seconds", in)});
+                             .ranks_cpu_seconds = read<double>(host, "ranks_cpu_seconds", in),
+                             // absent from summaries written before interrupts were kept apart
+                             .interrupt_core_seconds = host.contains("interrupt_core_seconds")
+                                                           ? read<double>(host, "interrupt_core_seconds", in)
+                                                           : 0.0});
     }
   }
   s.arrivals = read_arrivals(member(j, "arrivals", where), where + " arrivals");

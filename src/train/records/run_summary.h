@@ -47,10 +47,13 @@ inline constexpr std::size_t kArrivalChartPoints = 200;
 struct HostLoad {
   std::string host;
   int cores = 0;
-  double busy_core_seconds = 0;  // every core's busy time from training's start to its end
-  double ranks_cpu_seconds = 0;  // the ranks' own processes on it, every thread
+  double busy_core_seconds = 0;       // every core's busy time from training's start to its end
+  double ranks_cpu_seconds = 0;       // the ranks' own processes on it, every thread
+  double interrupt_core_seconds = 0;  // of busy, the kernel's irq and softirq work (the job's network)
+  // What other processes took: busy time that is neither the ranks' nor interrupt work.
   double others_core_seconds() const {
-    return busy_core_seconds > ranks_cpu_seconds ? busy_core_seconds - ranks_cpu_seconds : 0.0;
+    const double others = busy_core_seconds - interrupt_core_seconds - ranks_cpu_seconds;
+    return others > 0 ? others : 0.0;
   }
 };
 bool operator==(const HostLoad& a, const HostLoad& b);

@@ -5,6 +5,7 @@
 
 #include "doctor/ablation.h"
 #include "doctor/doctor_result.h"
+#include "doctor/prediction_band.h"
 #include "doctor/run_noise.h"
 
 namespace ddp {
@@ -88,8 +89,9 @@ void print_model(std::FILE* out, const ModelParameters& model, const std::vector
   // Rows without a measurement: other device counts and links, and measured runs that failed.
   std::fprintf(out,
                "Predicted for other device counts and links (speedup over 1 device; the band: the model's error "
-               "on the nearest of these runs, at least 5 %%, plus 20 %% per e-fold from them and what other "
-               "processes took):\n");
+               "on the nearest of these runs, at least %.0f %%, plus %.0f %% per e-fold from them and what other "
+               "processes took):\n",
+               100 * kBandFloor, 100 * kBandPerEFold);
   for (const PredictionRow& p : predictions) {
     if (p.measured_wall_seconds) continue;
     const std::string band = p.band ? fmt::format(" ± {:.0f} %", 100 * *p.band) : std::string();

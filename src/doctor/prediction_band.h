@@ -8,7 +8,7 @@
 // the fit's error: fitted at batch 256 across 3 namespace hosts, batch 48 (1.67 e-folds away)
 // 32 % under its run (0.16 per e-fold beyond the 5 % floor); across 2 hosts at 1 Gbit/s, batch
 // 128 (0.69 e-folds) +19.3 % with a fit error of 6.6 % (0.18 per e-fold) and +17.5 % in a CI
-// run. kBandPerEFold holds the largest of these with a quarter to spare.
+// run. kBandPerEFold holds the largest of these, 0.18, with room to spare.
 #include <string>
 #include <vector>
 

@@ -24,11 +24,11 @@ TEST(HostLoad, SumsTheBusyTimeOfEveryCoreLine) {
       100.0);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->cores, 2);
-  EXPECT_DOUBLE_EQ(s->busy_core_seconds, 4.2);        // (260 + 160) ticks at 100 per second
+  EXPECT_DOUBLE_EQ(s->busy_core_seconds, 4.2);       // (260 + 160) ticks at 100 per second
   EXPECT_DOUBLE_EQ(s->interrupt_core_seconds, 0.2);  // irq 3 + softirq 17
   // Interrupt work is the kernel's, not another process's.
-  const HostLoad h{.host = "node", .cores = 2, .busy_core_seconds = 4.2, .ranks_cpu_seconds = 3.5,
-                   .interrupt_core_seconds = 0.2};
+  const HostLoad h{
+      .host = "node", .cores = 2, .busy_core_seconds = 4.2, .ranks_cpu_seconds = 3.5, .interrupt_core_seconds = 0.2};
   EXPECT_DOUBLE_EQ(h.others_core_seconds(), 0.5);
   EXPECT_FALSE(parse_host_busy("intr 1\n", 100.0).has_value());
   EXPECT_FALSE(parse_host_busy("cpu0 1 2\n", 100.0).has_value());  // too few fields

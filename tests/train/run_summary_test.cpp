@@ -62,12 +62,9 @@ RunSummary two_rank_summary() {
                        .involuntary_switches = 1021,
                        .steal_seconds = 0.25}};
   s.cores_per_rank = {{0}, {1, 3}};
-  s.host_load = {{.host = "node1",
-                  .cores = 4,
-                  .busy_core_seconds = 3.5,
-                  .ranks_cpu_seconds = 2.25,
-                  .interrupt_core_seconds = 0.5},
-                 {.host = "node2", .cores = 4, .busy_core_seconds = 2.0, .ranks_cpu_seconds = 2.1}};
+  s.host_load = {
+      {.host = "node1", .cores = 4, .busy_core_seconds = 3.5, .ranks_cpu_seconds = 2.25, .interrupt_core_seconds = 0.5},
+      {.host = "node2", .cores = 4, .busy_core_seconds = 2.0, .ranks_cpu_seconds = 2.1}};
   s.arrivals.collectives = 12;
   s.arrivals.steps = 12;
   s.arrivals.dropped = 2;

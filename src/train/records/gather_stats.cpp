@@ -125,7 +125,7 @@ void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>&
   const std::vector<std::vector<std::byte>> boot_ids = gather_at_rank_zero(comm, std::as_bytes(std::span(boot_id)));
   stats.host_load.clear();
   if (parts.empty()) return;
-  std::vector<std::string> machines;  // per entry of host_load: its kernel's boot id, else its host name
+  std::vector<std::string> machines;            // per entry of host_load: its kernel's boot id, else its host name
   std::vector<std::vector<std::string>> names;  // per entry: its ranks' host names
   for (std::size_t r = 0; r < parts.size(); ++r) {
     DDP_CHECK_EQ(parts[r].size(), sizeof(wire));
@@ -135,9 +135,9 @@ void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>&
       return;
     }
     const std::string& host = stats.hosts[r];
-    const std::string machine = boot_ids[r].empty()
-                                    ? "host " + host
-                                    : std::string(reinterpret_cast<const char*>(boot_ids[r].data()), boot_ids[r].size());
+    const std::string machine =
+        boot_ids[r].empty() ? "host " + host
+                            : std::string(reinterpret_cast<const char*>(boot_ids[r].data()), boot_ids[r].size());
     const auto at = std::find(machines.begin(), machines.end(), machine);
     const std::size_t i = static_cast<std::size_t>(at - machines.begin());
     if (at == machines.end()) {

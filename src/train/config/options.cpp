@@ -198,7 +198,7 @@ OptionSpec limit_train_batches_option() {
     }
     const double x = parse_real("limit-train-batches", v);
     if (!(x > 0 && x <= 1)) reject_value("limit-train-batches", v, accepted);
-    c.trainer.limit_train_batches = {.fraction = x};
+    c.trainer.limit_train_batches = {.fraction = x, .count = std::nullopt};
   };
   spec.get = [](const Config& c) {
     const BatchLimit& limit = c.trainer.limit_train_batches;

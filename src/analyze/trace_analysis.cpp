@@ -27,8 +27,17 @@ RankBreakdown breakdown(const TracedRank& r) {
   b.step_ms /= n;
   for (double& ms : b.part_ms) ms /= n;
   double squares = 0;
-  for (const TraceStep& s : r.steps.steps) squares += std::pow(static_cast<double>(s.duration_ns) / 1e6 - b.step_ms, 2);
-  b.step_ms_stddev = b.steps > 1 ? std::sqrt(squares / (n - 1)) : 0;
+  std::array<double, kStepPartCount> part_squares{};
+  for (const TraceStep& s : r.steps.steps) {
+    squares += std::pow(static_cast<double>(s.duration_ns) / 1e6 - b.step_ms, 2);
+    for (std::size_t p = 0; p < kStepPartCount; ++p) {
+      part_squares[p] += std::pow(static_cast<double>(s.part_ns[p]) / 1e6 - b.part_ms[p], 2);
+    }
+  }
+  if (b.steps > 1) {
+    b.step_ms_stddev = std::sqrt(squares / (n - 1));
+    for (std::size_t p = 0; p < kStepPartCount; ++p) b.part_ms_stddev[p] = std::sqrt(part_squares[p] / (n - 1));
+  }
   b.syncs = syncs_of(r.steps);
   return b;
 }
@@ -89,29 +98,32 @@ RunRecord record_of(const TraceAnalysis& a) {
   return run;
 }
 
-// The part the straggler spends longest in beyond every other rank (collective waits aside).
-std::optional<SlowPart> slowest_part(const std::vector<RankBreakdown>& ranks, std::size_t straggler) {
+// Twice the standard error of the difference between two ranks' mean time in one part: a
+// difference below it is within what that part's own step-to-step variation gives (a rank
+// descheduled in a few steps raises its mean, and this noise with it).
+double part_noise_ms(const RankBreakdown& a, const RankBreakdown& b, std::size_t part) {
+  const auto variance_of_mean = [part](const RankBreakdown& r) {
+    return r.steps > 1 ? r.part_ms_stddev[part] * r.part_ms_stddev[part] / static_cast<double>(r.steps) : 0.0;
+  };
+  return 2 * std::sqrt(variance_of_mean(a) + variance_of_mean(b));
+}
+
+// The part the straggler spends longest in beyond every other rank (collective waits aside),
+// among those where that excess is above the part's noise and `floor_ms`.
+std::optional<SlowPart> slowest_part(const std::vector<RankBreakdown>& ranks, std::size_t straggler, double floor_ms) {
   std::optional<SlowPart> best;
   for (std::size_t p = 0; p < kStepPartCount; ++p) {
     if (static_cast<StepPart>(p) == StepPart::kCommWait) continue;
-    double others = 0;
+    std::optional<std::size_t> other;  // the slowest other rank in this part
     for (std::size_t r = 0; r < ranks.size(); ++r) {
-      if (r != straggler) others = std::max(others, ranks[r].part_ms[p]);
+      if (r != straggler && (!other || ranks[r].part_ms[p] > ranks[*other].part_ms[p])) other = r;
     }
-    const double excess = ranks[straggler].part_ms[p] - others;
-    if (excess > 0 && (!best || excess > best->excess_ms_per_step)) best = SlowPart{static_cast<StepPart>(p), excess};
+    if (!other) continue;
+    const double excess = ranks[straggler].part_ms[p] - ranks[*other].part_ms[p];
+    if (excess <= std::max(part_noise_ms(ranks[straggler], ranks[*other], p), floor_ms)) continue;
+    if (!best || excess > best->excess_ms_per_step) best = SlowPart{static_cast<StepPart>(p), excess};
   }
   return best;
-}
-
-// Twice the standard error of the noisiest rank's mean step: a difference of means below it is
-// within what the steps' own variation gives.
-double step_noise_ms(const std::vector<RankBreakdown>& ranks) {
-  double noise = 0;
-  for (const RankBreakdown& b : ranks) {
-    if (b.steps > 1) noise = std::max(noise, 2 * b.step_ms_stddev / std::sqrt(static_cast<double>(b.steps)));
-  }
-  return noise;
 }
 
 // A part whose mean share of the step, over the ranks, is above its threshold. `less_ms` per
@@ -223,19 +235,18 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
   a.record = record_of(a);
   // The arrival rule indexes ranks in the order of the traces: position i is a.ranks[i]. A
   // straggler is named only where some part of its step is slower than the others' by more
-  // than the step-to-step noise and than the doctor's floor share of the step: ranks sharing
-  // cores wait for each other at random, and a balanced job's ranks differ by a few per cent.
+  // than that part's noise and than the doctor's floor share of the step: ranks sharing cores
+  // wait for each other at random, and a balanced job's ranks differ by a few per cent.
   if (const std::optional<int> i = arrival_straggler_rank({{&a.record}, {}, {}, {}})) {
     const RankBreakdown& rank = a.ranks[static_cast<std::size_t>(*i)];
-    const std::optional<SlowPart> slow = slowest_part(a.ranks, static_cast<std::size_t>(*i));
-    const double noise = step_noise_ms(a.ranks), floor = kStragglerMinShare * rank.step_ms;
-    if (slow && slow->excess_ms_per_step > std::max(noise, floor)) {
-      a.straggler_part = slow;
-    } else {
+    const double floor = kStragglerMinShare * rank.step_ms;
+    a.straggler_part = slowest_part(a.ranks, static_cast<std::size_t>(*i), floor);
+    if (!a.straggler_part) {
       a.notes.push_back(fmt::format(
-          "rank {} waited least at the collectives, but no part of its step is slower than the others' "
-          "by more than the step-to-step noise ({:.3f} ms) and {:.0f} % of its step ({:.3f} ms): no straggler",
-          rank.rank, noise, 100 * kStragglerMinShare, floor));
+          "rank {} waited least at the collectives, but no part of its step is slower than the others' by more "
+          "than twice the standard error of the difference over the steps and {:.0f} % of its step ({:.3f} ms): "
+          "no straggler",
+          rank.rank, 100 * kStragglerMinShare, floor));
     }
   }
   a.findings = findings_of(a);

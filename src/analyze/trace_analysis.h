@@ -28,9 +28,10 @@ struct RankBreakdown {
   int rank = 0;
   std::string path;
   int64_t steps = 0;
-  double step_ms = 0;                            // mean
-  double step_ms_stddev = 0;                     // step to step
-  std::array<double, kStepPartCount> part_ms{};  // mean per step; they add up to step_ms
+  double step_ms = 0;                                   // mean
+  double step_ms_stddev = 0;                            // step to step
+  std::array<double, kStepPartCount> part_ms{};         // mean per step; they add up to step_ms
+  std::array<double, kStepPartCount> part_ms_stddev{};  // step to step
   RankSyncs syncs;
 };
 

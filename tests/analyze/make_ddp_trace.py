@@ -9,6 +9,8 @@ Causes are injected for real, each on one rank or on all:
   --extra-collective                          one more allreduce per step (a logged metric)
   --accumulate K                              K micro-batches per step, without no_sync
   --no-sync                                   with --accumulate: all but the last inside no_sync()
+  --pin K                                     rank R runs on core (R + K) mod N of the N cores this
+                                              process may use
 Writes OUT_DIR/rank<R>.pt.trace.json per rank, with shapes recorded (the collectives' sizes):
 torch 1.13 without Kineto writes the legacy bare array (no rank inside), so the rank is in the
 file's name."""
@@ -69,6 +71,9 @@ def plain_python(ms):
 
 
 def run(rank, args):
+    if args.pin is not None:
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[(rank + args.pin) % len(cores)]})
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
@@ -127,6 +132,7 @@ def main():
     parser.add_argument("--extra-collective", action="store_true")
     parser.add_argument("--accumulate", type=int, default=1)
     parser.add_argument("--no-sync", action="store_true")
+    parser.add_argument("--pin", type=int)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.environ["MASTER_PORT"] = str(args.port)

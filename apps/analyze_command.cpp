@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -13,6 +14,7 @@
 #include "ddpscope/error.h"
 #include "doctor/command_line.h"
 #include "log/file_io.h"
+#include "log/gzip.h"
 
 namespace ddp {
 namespace {
@@ -22,8 +24,8 @@ struct AnalyzeOptions {
   std::vector<std::string> rank_map;
   std::vector<std::string> scaling_from;
   bool json = false;
-  std::string report;
-  std::string trace;
+  std::optional<std::string> report;
+  std::optional<std::string> trace;
 };
 
 std::map<std::string, int> parse_rank_map(const std::vector<std::string>& entries) {
@@ -34,9 +36,9 @@ std::map<std::string, int> parse_rank_map(const std::vector<std::string>& entrie
     const char* digits = eq == std::string::npos ? nullptr : entry.data() + eq + 1;
     const auto [end, error] = digits ? std::from_chars(digits, entry.data() + entry.size(), rank)
                                      : std::from_chars_result{nullptr, std::errc::invalid_argument};
-    if (eq == 0 || error != std::errc() || end != entry.data() + entry.size() || rank < 0) {
-      throw UsageError(
-          fmt::format("--rank-map {}: expected FILE=RANK, a trace's path and its rank (0 or more)", entry));
+    if (eq == 0 || error != std::errc() || end != entry.data() + entry.size() || rank < 0 || rank >= kMaxRanks) {
+      throw UsageError(fmt::format("--rank-map {}: expected FILE=RANK, a trace's path and its rank (0 to {})", entry,
+                                   kMaxRanks - 1));
     }
     out[entry.substr(0, eq)] = rank;
   }
@@ -56,36 +58,112 @@ std::function<void(const std::string&, double)> progress_on_terminal() {
   };
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(a, b, ec)) return true;
+  const auto canonical = [](const std::string& p) {
+    std::error_code e;
+    const std::filesystem::path c = std::filesystem::weakly_canonical(p, e);
+    return e ? std::filesystem::path(p).lexically_normal() : c;
+  };
+  return canonical(a) == canonical(b);
+}
+
+// An output must be neither a trace read nor the other output: writing it would replace it.
+void refuse_outputs_over_inputs(const AnalyzeOptions& o, const std::vector<TraceInput>& read) {
+  for (const auto& [flag, path] : {std::pair{"--report", o.report}, std::pair{"--trace", o.trace}}) {
+    if (!path) continue;
+    if (path->empty()) throw UsageError(fmt::format("{} needs a path: {} FILE", flag, flag));
+    for (const TraceInput& input : read) {
+      if (same_file(*path, input.path)) {
+        throw UsageError(fmt::format("{} {}: that is a trace being read; name another file to write", flag, *path));
+      }
+    }
+  }
+  if (o.report && o.trace && same_file(*o.report, *o.trace)) {
+    throw UsageError(fmt::format("--report and --trace both name {}: give each its own file", *o.report));
+  }
+}
+
+// A --scaling-from job must be a whole job other than the one analysed.
+void check_scaling_point(const std::string& given, const TraceJob& job, const std::vector<TraceInput>& files,
+                         const std::vector<TraceInput>& analysed) {
+  for (const TraceInput& f : files) {
+    for (const TraceInput& a : analysed) {
+      if (same_file(f.path, a.path)) {
+        throw UsageError(fmt::format(
+            "--scaling-from {}: {} is among the traces analysed; give the same training traced at another device "
+            "count",
+            given, f.path));
+      }
+    }
+  }
+  if (static_cast<int>(job.ranks.size()) < job.world_size) {
+    throw UsageError(fmt::format(
+        "--scaling-from {}: {} of its job's {} ranks have traces there; a scaling point needs every rank's trace "
+        "(its step is the slowest rank's)",
+        given, job.ranks.size(), job.world_size));
+  }
+}
+
+std::string trace_text(const TraceAnalysis& analysis, const std::string& path) {
+  std::string text = merged_chrome_trace(analysis);
+  std::string lower = path;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.ends_with(".gz") ? gzip(text) : text;
+}
+
 }  // namespace
 
 void add_analyze_command(CLI::App& app, int argc, char** argv) {
   auto options = std::make_shared<AnalyzeOptions>();
   CLI::App* analyze = app.add_subcommand(
       "analyze", "read a PyTorch or Lightning job's per-rank traces (torch.profiler, .json or .json.gz)");
-  analyze->add_option("paths", options->inputs, "trace files, folders of them, or glob patterns")->required();
-  analyze->add_option("--rank-map", options->rank_map, "FILE=RANK: the rank of a trace that does not say it");
-  analyze->add_option("--scaling-from", options->scaling_from,
-                      "PATH: the same training traced at another device count (a file, folder or pattern per "
-                      "job); the what-if's compute is fitted across them");
+  analyze->add_option("paths", options->inputs,
+                      "trace files, folders of them, or glob patterns (a path that begins with '-' goes after --)");
+  analyze->add_option("--rank-map", options->rank_map, "FILE=RANK: the rank of a trace that does not say it")
+      ->allow_extra_args(false);
+  analyze
+      ->add_option("--scaling-from", options->scaling_from,
+                   "PATH: the same training traced at another device count (a file, folder or pattern per "
+                   "job; repeat it for more jobs); the what-if's compute is fitted across them")
+      ->allow_extra_args(false);
   analyze->add_flag("--json", options->json, "print the analysis as one JSON object (ddpscope.analyze/1)");
   analyze->add_option("--report", options->report, "also write the doctor's report.html of the analysis here");
-  analyze->add_option("--trace", options->trace, "also write one Chrome trace of all ranks here (Perfetto)");
+  analyze->add_option("--trace", options->trace,
+                      "also write one Chrome trace of all ranks here (Perfetto; gzip where the name ends .gz)");
   analyze->callback([options, argc, argv] {
-    const std::map<std::string, int> rank_map = parse_rank_map(options->rank_map);
-    std::vector<TracedScale> others;
-    for (const std::string& path : options->scaling_from)
-      others.push_back(traced_scale(analyze_job(read_job(trace_files({path}), rank_map, progress_on_terminal()))));
-    TraceAnalysis analysis =
-        analyze_job(read_job(trace_files(options->inputs), rank_map, progress_on_terminal()), others);
-    if (!options->report.empty()) {
-      write_file_atomically(options->report, analysis_report_html(analysis, shell_command({argv, argv + argc})));
+    if (options->inputs.empty()) {
+      throw UsageError("analyze needs traces: name files, folders or patterns (ddpscope analyze traces/)");
     }
-    if (!options->trace.empty()) write_file_atomically(options->trace, merged_chrome_trace(analysis));
+    const std::map<std::string, int> rank_map = parse_rank_map(options->rank_map);
+    const std::vector<TraceInput> files = trace_files(options->inputs);
+    std::vector<TraceInput> everything_read = files;
+    std::vector<TracedScale> others;
+    std::vector<std::pair<std::string, std::vector<TraceInput>>> scaling;
+    for (const std::string& path : options->scaling_from) {
+      scaling.emplace_back(path, trace_files({path}));
+      everything_read.insert(everything_read.end(), scaling.back().second.begin(), scaling.back().second.end());
+    }
+    refuse_outputs_over_inputs(*options, everything_read);
+    TraceJob job = read_job(files, rank_map, progress_on_terminal());
+    for (const auto& [given, job_files] : scaling) {
+      TraceJob other = read_job(job_files, rank_map, progress_on_terminal());
+      check_scaling_point(given, other, job_files, files);
+      others.push_back(traced_scale(analyze_job(std::move(other)), given));
+    }
+    const TraceAnalysis analysis = analyze_job(std::move(job), others);
+    // The answer first: an output that cannot be written must not take it away.
     if (options->json) {
-      fmt::print("{}\n", to_json(analysis).dump(2));
+      fmt::print("{}\n", to_json(analysis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     } else {
       fmt::print("{}", analysis_text(analysis));
     }
+    std::fflush(stdout);
+    if (options->report) {
+      write_file_atomically(*options->report, analysis_report_html(analysis, shell_command({argv, argv + argc})));
+    }
+    if (options->trace) write_file_atomically(*options->trace, trace_text(analysis, *options->trace));
   });
 }
 

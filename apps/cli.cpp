@@ -80,7 +80,24 @@ std::string in_user_words(const CLI::App& app, const CLI::ParseError& e, int arg
     const std::string option = what.substr(0, colon);
     return fmt::format("{} needs a value: {} VALUE", option, option);
   }
+  if (e.get_name() == "ExtrasError" && colon != std::string::npos && argc >= 2) {
+    const std::string extra = what.substr(colon + 2);
+    if (extra.starts_with("-") && extra.find(' ') == std::string::npos) {
+      return fmt::format("{} is not an option of {}; a path that begins with '-' goes after -- (ddpscope {} -- {})",
+                         extra, argv[1], argv[1], extra);
+    }
+  }
   return what;
+}
+
+// The help to point at: the command's own where one was given.
+std::string help_hint(const CLI::App& app, int argc, char** argv) {
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (argc >= 2 && sub->get_name() == argv[1] && !sub->get_group().empty()) {
+      return fmt::format("run 'ddpscope {} --help'", argv[1]);
+    }
+  }
+  return "run 'ddpscope --help'";
 }
 
 }  // namespace
@@ -106,8 +123,7 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --help, --version
   } catch (const CLI::ParseError& e) {
-    throw UsageError(
-        fmt::format("{}; run 'ddpscope --help' or 'ddpscope train --help'", in_user_words(app, e, argc, argv)));
+    throw UsageError(fmt::format("{}; {}", in_user_words(app, e, argc, argv), help_hint(app, argc, argv)));
   }
   if (train->parsed()) return run_train(*train, train_options, train_overwrite);
   return run_doctor_commands(doctor_commands, argc, argv);

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <numeric>
 
@@ -26,10 +27,16 @@ std::string analysis_text(const TraceAnalysis& a) {
   fmt::memory_buffer out;
   auto to = std::back_inserter(out);
   const TracedRank& first = a.job.ranks.front();
+  int64_t fewest = a.ranks.front().steps, most = fewest;
+  for (const RankBreakdown& b : a.ranks) {
+    fewest = std::min(fewest, b.steps);
+    most = std::max(most, b.steps);
+  }
   fmt::format_to(to, "{} rank{} of a job of {}{}{}, {} step{} each ({}).\n\n", a.ranks.size(),
                  a.ranks.size() == 1 ? "" : "s", a.job.world_size, first.steps.on_gpu ? " on GPUs" : " on CPUs",
-                 a.job.backend.empty() ? "" : fmt::format(" over {}", a.job.backend), a.ranks.front().steps,
-                 a.ranks.front().steps == 1 ? "" : "s", first.steps.step_source);
+                 a.job.backend.empty() ? "" : fmt::format(" over {}", a.job.backend),
+                 fewest == most ? fmt::format("{}", most) : fmt::format("{} to {}", fewest, most), most == 1 ? "" : "s",
+                 first.steps.step_source);
   fmt::format_to(to, "Where each step's time goes, ms per step (mean over the steps analysed{}):\n",
                  first.steps.on_gpu ? "; the GPU's time: kernels by the part that launched them, communication not "
                                       "hidden under compute, idle time by what the host was doing"
@@ -59,6 +66,12 @@ std::string analysis_text(const TraceAnalysis& a) {
                      "the slowest other rank ({:.1f} % of its step).\n",
                      slow.rank, kStepPartNames[index(a.straggler_part->part)], a.straggler_part->excess_ms_per_step,
                      100 * a.straggler_part->excess_ms_per_step / slow.step_ms);
+    } else if (a.slow_throughout) {
+      fmt::format_to(
+          to,
+          "No straggler named: rank {} is the one the others wait for, but it is slower throughout its step, "
+          "not in one part (see the findings).\n",
+          a.slow_throughout->rank);
     } else {
       fmt::format_to(to, "No straggler: no rank holds the others back by more than the noise.\n");
     }
@@ -74,13 +87,11 @@ std::string analysis_text(const TraceAnalysis& a) {
                   fmt::join(p.fitted_devices, ", "), p.compute_ms, 100 * p.contention);
     fmt::format_to(
         to,
-        "\nOn other devices and links ({}; {} collective{} of {} per step as ring allreduces; {:.0f} % of "
-        "their time exposed, as measured):\n",
-        compute, p.bytes_per_step.size(), p.bytes_per_step.size() == 1 ? "" : "s",
-        std::all_of(p.bytes_per_step.begin(), p.bytes_per_step.end(), [](int64_t b) { return b > 0; })
-            ? fmt::format("{:.1f} MB", std::accumulate(p.bytes_per_step.begin(), p.bytes_per_step.end(), 0.0) / 1e6)
-            : std::string("unknown size"),
-        100 * p.exposed_share);
+        "\nOn other devices and links ({}; {:.1f} collective{} of {} per step as ring allreduces; the "
+        "slowest rank blocked {:.2f} ms per ms of their transfer, as measured):\n",
+        compute, p.collectives_per_step, p.collectives_per_step == 1 ? "" : "s",
+        p.bytes_per_step > 0 ? fmt::format("{:.2f} MB", p.bytes_per_step / 1e6) : std::string("unknown size"),
+        p.blocked_per_transfer);
     fmt::format_to(to, "{:>15}", "link");
     for (const TracePredictionRow& r : p.rows) {
       if (r.link == p.rows.front().link) fmt::format_to(to, " {:>22}", fmt::format("{} devices", r.devices));
@@ -88,7 +99,8 @@ std::string analysis_text(const TraceAnalysis& a) {
     for (std::size_t i = 0; i < p.rows.size(); ++i) {
       if (i == 0 || p.rows[i].link != p.rows[i - 1].link) fmt::format_to(to, "\n{:>15}", p.rows[i].link);
       const TracePredictionRow& r = p.rows[i];
-      fmt::format_to(to, " {:>22}", fmt::format("{:.2f} ms {:.2f}x ±{:.0f}%", r.step_ms, r.throughput, 100 * r.band));
+      const std::string band = std::isfinite(r.band) ? fmt::format("±{:.0f}%", 100 * r.band) : "±?";
+      fmt::format_to(to, " {:>22}", fmt::format("{:.2f} ms {:.2f}x {}", r.step_ms, r.throughput, band));
     }
     fmt::format_to(to,
                    "\n(step time, throughput relative to one device, and the band: the traced steps' spread, "
@@ -152,6 +164,12 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
     } else {
       j["straggler"] = nullptr;
     }
+    if (a.slow_throughout) {
+      nlohmann::ordered_json parts = nlohmann::ordered_json::object();
+      for (const SlowPart& p : a.slow_throughout->parts)
+        parts[std::string(kStepPartNames[index(p.part)])] = p.excess_ms_per_step;
+      j["slower_throughout"] = {{"rank", a.slow_throughout->rank}, {"excess_ms_per_step", parts}};
+    }
   }
   if (a.prediction) {
     const TracePrediction& p = *a.prediction;
@@ -162,21 +180,23 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
                       {"step_ms", r.step_ms},
                       {"comm_ms", r.comm_ms},
                       {"relative_throughput", r.throughput},
-                      {"band", r.band}});
+                      {"band", std::isfinite(r.band) ? nlohmann::ordered_json(r.band) : nlohmann::ordered_json()}});
     }
     nlohmann::ordered_json links = nlohmann::ordered_json::array();
     for (const TraceLink& l : p.links) {
       links.push_back(
           {{"name", l.name}, {"alpha_seconds", l.alpha_seconds}, {"beta_bytes_per_second", l.beta_bytes_per_second}});
     }
-    j["prediction"] = {{"compute_ms", p.compute_ms},
-                       {"contention", p.contention},
-                       {"fitted_devices", p.fitted_devices},
-                       {"exposed_share", p.exposed_share},
-                       {"bytes_per_step", p.bytes_per_step},
-                       {"links", links},
-                       {"rows", rows},
-                       {"unknown", p.unknown}};
+    j["prediction"] = {
+        {"compute_ms", p.compute_ms},
+        {"contention", p.contention},
+        {"fitted_devices", p.fitted_devices},
+        {"blocked_per_transfer", p.blocked_per_transfer},
+        {"collectives_per_step", p.collectives_per_step},
+        {"bytes_per_step", p.bytes_per_step > 0 ? nlohmann::ordered_json(p.bytes_per_step) : nlohmann::ordered_json()},
+        {"links", links},
+        {"rows", rows},
+        {"unknown", p.unknown}};
   } else {
     j["prediction"] = {{"none", a.no_prediction}};
   }

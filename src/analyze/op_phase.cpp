@@ -76,6 +76,8 @@ bool is_collective_annotation(std::string_view name) {
   return name.starts_with("gloo:") || name.starts_with("nccl:") || name == "allreduce";
 }
 
+bool is_region(std::string_view name) { return name.find("::") == std::string_view::npos; }
+
 bool can_mark_step(std::string_view name) {
   return profiler_step_number(name) || name.find("run_training_batch") != std::string_view::npos ||
          name.starts_with("Optimizer.step#") || name == "optimizer";

@@ -33,6 +33,12 @@ std::optional<StepPart> part_of_op(std::string_view name);
 // ddpscope's "allreduce" spans.
 bool is_collective_annotation(std::string_view name);
 
+// Whether a host event of this name is a region the training code marks (a record_function
+// range such as DistributedDataParallel.forward or Lightning's [pl][profile]... hooks, a Python
+// function) rather than a framework operator (aten::, c10d::, autograd::): a region's own time,
+// outside the ops inside it, is the interpreter running the code it marks.
+bool is_region(std::string_view name);
+
 // Whether an event of this name can mark a training step: a profiler step, Lightning's
 // run_training_batch, an optimizer step (rank_steps.h says which is used).
 bool can_mark_step(std::string_view name);

@@ -6,6 +6,8 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
+#include <unordered_set>
 
 #include "analyze/spans.h"
 #include "ddpscope/error.h"
@@ -46,7 +48,8 @@ std::pair<uint32_t, std::vector<Window>> marked_windows(const TraceFile& t, IsSt
   for (auto& [thread, windows] : by_thread) {
     if (windows.size() > best.second.size()) best = {thread, std::move(windows)};
   }
-  std::sort(best.second.begin(), best.second.end(), [](const Window& a, const Window& b) { return a.start < b.start; });
+  std::sort(best.second.begin(), best.second.end(),
+            [](const Window& a, const Window& b) { return std::tie(a.start, a.end) < std::tie(b.start, b.end); });
   return best;
 }
 
@@ -54,7 +57,29 @@ struct Steps {
   uint32_t thread = 0;
   std::vector<Window> windows;
   std::string source;
+  int repeated = 0;  // markers that repeat another's start and end: the file's events appear twice
 };
+
+// One step per marker: a marker that repeats another's start and end is counted and dropped; two
+// that overlap are refused (a rank's steps follow one another), which keeps each step's events,
+// and the time and memory to split them, the step's own.
+void drop_repeated_and_refuse_overlapping(const TraceFile& t, Steps& found) {
+  std::vector<Window> kept;
+  for (const Window& w : found.windows) {
+    if (!kept.empty() && w.start == kept.back().start && w.end == kept.back().end) {
+      ++found.repeated;
+      continue;
+    }
+    if (!kept.empty() && w.start < kept.back().end) {
+      throw DataError(fmt::format(
+          "{}: step {} begins {:.3f} ms before step {} ends ({}): a rank's steps follow one another; is the file "
+          "two traces joined, or two profilers stepped in one process?",
+          t.path, w.number, static_cast<double>(kept.back().end - w.start) / 1e6, kept.back().number, found.source));
+    }
+    kept.push_back(w);
+  }
+  found.windows = std::move(kept);
+}
 
 Steps step_windows(const TraceFile& t) {
   auto [thread, windows] = marked_windows(t, [](std::string_view name) { return profiler_step_number(name); });
@@ -72,14 +97,24 @@ Steps step_windows(const TraceFile& t) {
     return count++;
   });
   std::vector<Window> steps;
-  for (std::size_t i = 1; i < windows.size(); ++i)
-    steps.push_back({windows[i].number, windows[i - 1].end, windows[i].end});
+  for (std::size_t i = 1; i < windows.size(); ++i) {
+    if (windows[i].start == windows[i - 1].start && windows[i].end == windows[i - 1].end) continue;  // repeated
+    if (windows[i].end > windows[i - 1].end) steps.push_back({windows[i].number, windows[i - 1].end, windows[i].end});
+  }
   return {thread, std::move(steps), "optimizer steps"};
 }
 
+// A stretch of the training thread's time as the splitter finds it: inside an op (taking the
+// part of the innermost op that names one), or in none (resolved by resolve_gaps). `own` marks
+// a region's own time (op_phase.h's is_region), outside every op inside it.
+struct RawSegment {
+  Segment segment;
+  bool in_op = false;
+  bool own = false;
+};
+
 // Splits a step of the training thread: each moment goes to the innermost op that names a
 // part (an op naming none takes its parent's; one with no named ancestor is unattributed).
-// Moments in no op are resolved by resolve_gaps.
 class StepSplitter {
  public:
   StepSplitter(const TraceFile& t, std::vector<const TraceEvent*> ops) : t_(t), ops_(std::move(ops)) {
@@ -88,21 +123,22 @@ class StepSplitter {
     });
   }
 
-  // Segments covering [start, end) exactly, gaps marked with nullopt parts.
-  std::vector<std::pair<Segment, bool>> split(int64_t start, int64_t end) {
+  // Segments covering [start, end) exactly.
+  std::vector<RawSegment> split(int64_t start, int64_t end) {
     struct Open {
       int64_t end;
       StepPart part;
+      bool region;
     };
     std::vector<Open> stack;
-    std::vector<std::pair<Segment, bool>> out;  // bool: inside some op
+    std::vector<RawSegment> out;
     int64_t cursor = start;
     const auto emit = [&](int64_t until) {
       if (until <= cursor) return;
       if (stack.empty())
-        out.push_back({{cursor, until, StepPart::kPython}, false});
+        out.push_back({{cursor, until, StepPart::kPython}, false, false});
       else
-        out.push_back({{cursor, until, stack.back().part}, true});
+        out.push_back({{cursor, until, stack.back().part}, true, stack.back().region});
       cursor = until;
     };
     const auto close_until = [&](int64_t time) {
@@ -120,7 +156,7 @@ class StepSplitter {
       if (!stack.empty()) b = std::min(b, stack.back().end);  // nesting kept even if the file's is not
       const std::optional<StepPart> own = part_of_op(t_.names[e->name]);
       const StepPart part = own ? *own : (stack.empty() ? StepPart::kUnattributed : stack.back().part);
-      stack.push_back({b, part});
+      stack.push_back({b, part, t_.is_region(*e)});
     }
     close_until(end);
     emit(end);
@@ -132,27 +168,50 @@ class StepSplitter {
   std::vector<const TraceEvent*> ops_;
 };
 
+// Python in forward: a stretch of a forward region's own time longer than this, and than
+// kUnusualGapFactor times the step's median such stretch, is code that is not the model's
+// forward (a per-step probe in Lightning's training_step runs inside DDP's forward). The usual
+// stretches, the interpreter between one op and the next, are 10-250 us.
+constexpr int64_t kPythonInForwardNs = 1'000'000;
+constexpr int64_t kUnusualGapFactor = 10;
+
+// Forward regions' own stretches beyond the usual ones become plain Python.
+void python_in_forward(std::vector<RawSegment>& raw) {
+  std::vector<int64_t> own;
+  for (const RawSegment& r : raw) {
+    if (r.own && r.segment.part == StepPart::kForward) own.push_back(r.segment.end - r.segment.start);
+  }
+  if (own.empty()) return;
+  std::nth_element(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(own.size() / 2), own.end());
+  const int64_t longest_usual = std::max(kPythonInForwardNs, kUnusualGapFactor * own[own.size() / 2]);
+  for (RawSegment& r : raw) {
+    if (r.own && r.segment.part == StepPart::kForward && r.segment.end - r.segment.start > longest_usual) {
+      r.segment.part = StepPart::kPython;
+    }
+  }
+}
+
 // A moment in no op: waiting for a collective while one is in flight; between two ops of one
 // part, that part's own interpreter time; else plain Python.
-std::vector<Segment> resolve_gaps(const std::vector<std::pair<Segment, bool>>& raw,
+std::vector<Segment> resolve_gaps(const std::vector<RawSegment>& raw,
                                   const std::vector<std::pair<int64_t, int64_t>>& in_flight) {
   std::vector<Segment> out;
   for (std::size_t i = 0; i < raw.size(); ++i) {
-    const auto& [seg, in_op] = raw[i];
-    if (in_op) {
+    const Segment& seg = raw[i].segment;
+    if (raw[i].in_op) {
       out.push_back(seg);
       continue;
     }
     std::optional<StepPart> before, after;
     for (std::size_t j = i; j-- > 0;) {
-      if (raw[j].second) {
-        before = raw[j].first.part;
+      if (raw[j].in_op) {
+        before = raw[j].segment.part;
         break;
       }
     }
     for (std::size_t j = i + 1; j < raw.size(); ++j) {
-      if (raw[j].second) {
-        after = raw[j].first.part;
+      if (raw[j].in_op) {
+        after = raw[j].segment.part;
         break;
       }
     }
@@ -302,8 +361,9 @@ class StepMaker {
       }
     }
     std::sort(launch_time.begin(), launch_time.end());
-    std::vector<Segment> host = resolve_gaps(StepSplitter(t_, std::move(ops)).split(plan.host.start, plan.host.end),
-                                             merged(std::move(in_flight)));
+    std::vector<RawSegment> raw = StepSplitter(t_, std::move(ops)).split(plan.host.start, plan.host.end);
+    python_in_forward(raw);
+    std::vector<Segment> host = resolve_gaps(raw, merged(std::move(in_flight)));
     step.number = plan.host.number;
     step.start_ns = plan.parts.start;
     step.duration_ns = plan.parts.end - plan.parts.start;
@@ -336,19 +396,64 @@ class StepMaker {
   std::vector<Segment> previous_host_;
 };
 
+// Events read in start order that repeat one already read (every field alike): a file whose
+// events appear twice (two exports joined) is read as if each appeared once.
+class RepeatFilter {
+ public:
+  bool seen_before(const TraceEvent& e) {
+    if (e.start_ns != start_) {
+      start_ = e.start_ns;
+      if (seen_.bucket_count() > 1024) {
+        seen_ = {};  // clear() costs every bucket: after a crowded moment, start afresh
+      } else {
+        seen_.clear();
+      }
+    }
+    const bool repeated = !seen_
+                               .insert(Key{e.duration_ns, e.bytes, e.correlation, e.name, e.thread, e.process_group,
+                                           static_cast<uint8_t>(e.kind)})
+                               .second;
+    count_ += repeated ? 1 : 0;
+    return repeated;
+  }
+  int64_t count() const { return count_; }
+
+ private:
+  using Key = std::tuple<int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t, uint8_t>;
+  struct Hash {
+    std::size_t operator()(const Key& k) const {
+      std::size_t h = 0;
+      const auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+      mix(static_cast<std::size_t>(std::get<0>(k)));
+      mix(static_cast<std::size_t>(std::get<1>(k)));
+      mix(static_cast<std::size_t>(std::get<2>(k)));
+      mix(std::get<3>(k));
+      mix(std::get<4>(k));
+      mix(std::get<5>(k));
+      mix(std::get<6>(k));
+      return h;
+    }
+  };
+  int64_t start_ = INT64_MIN;
+  std::unordered_set<Key, Hash> seen_;
+  int64_t count_ = 0;
+};
+
 }  // namespace
 
 RankSteps find_steps(TraceFile& t) {
   Steps found = step_windows(t);
   if (found.windows.empty()) {
-    throw DataError(
+    throw NotATraceError(
         fmt::format("{}: no training step in it: no ProfilerStep#N (torch.profiler's schedule with "
                     "prof.step() in the loop), no Lightning run_training_batch and fewer than two "
                     "optimizer steps",
                     t.path));
   }
+  drop_repeated_and_refuse_overlapping(t, found);
   RankSteps out;
   out.step_source = found.source;
+  out.repeated_steps = found.repeated;
   std::vector<Window>& w = found.windows;
   if (w.size() >= 2) {
     const int64_t median = median_duration({w.begin(), w.end() - 1});
@@ -388,6 +493,7 @@ RankSteps find_steps(TraceFile& t) {
   out.steps.resize(plans.size());
   StepMaker maker(t, found.thread, out.on_gpu);
   std::vector<TraceEvent> pending;
+  RepeatFilter repeats;
   std::size_t next = 0;
   const auto make_next = [&] {
     maker.make(plans[order[next]], pending, out.steps[order[next]], out);
@@ -396,9 +502,17 @@ RankSteps find_steps(TraceFile& t) {
     std::erase_if(pending, [&](const TraceEvent& e) { return e.start_ns + e.duration_ns < from; });
   };
   t.events.for_each([&](const TraceEvent& e) {
+    if (repeats.seen_before(e)) return;
     while (next < order.size() && e.start_ns >= plans[order[next]].to) make_next();
-    if (next < order.size() && e.start_ns + e.duration_ns >= plans[order[next]].from) pending.push_back(e);
+    if (next < order.size() && e.start_ns + e.duration_ns >= plans[order[next]].from) {
+      if (pending.size() == kMaxStepEvents) {
+        throw DataError(fmt::format("{}: step {} holds more than {} events, which no profiler writes in one step",
+                                    t.path, plans[order[next]].host.number, kMaxStepEvents));
+      }
+      pending.push_back(e);
+    }
   });
+  out.repeated_events = repeats.count();
   while (next < order.size()) make_next();
   std::sort(out.collectives.begin(), out.collectives.end(),
             [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });

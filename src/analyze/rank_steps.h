@@ -43,16 +43,22 @@ struct CollectiveCall {
   int after_forward = 0;  // forward passes its step had begun when it was launched
 };
 
+// A step's events (what overlaps it) are held while it is split: more than this is refused.
+inline constexpr std::size_t kMaxStepEvents = std::size_t{1} << 21;
+
 struct RankSteps {
   std::vector<TraceStep> steps;  // the steps kept, in order
   std::string step_source;       // "ProfilerStep#N", "run_training_batch" or "optimizer steps"
   int dropped_warmup = 0;
   int dropped_partial = 0;
+  int repeated_steps = 0;                   // step markers that appear twice in the file, read once
+  int64_t repeated_events = 0;              // events that appear twice (every field alike), read once
   bool on_gpu = false;                      // the trace has GPU kernels
   std::vector<CollectiveCall> collectives;  // inside the steps kept, in start order
 };
 
-// Throws DataError naming the file when it holds no step.
+// Throws DataError naming the file when it holds no step, when two steps overlap, or when a
+// step holds more than kMaxStepEvents events.
 RankSteps find_steps(TraceFile& trace);
 
 }  // namespace ddp

@@ -50,11 +50,13 @@ void sync_findings(const JobSyncs& job, double wall_seconds, const std::string& 
     out.push_back(std::move(f));
   };
   // Half a collective per step or more: a per-step habit, not a one-off (a checkpoint's barrier).
-  if (mean.other_calls >= 0.5 && job.other_cost_ms / job.step_ms >= kExtraCollectiveMinShare) {
+  if (mean.other_calls >= 0.5 &&
+      (job.other_cost_ms - job.other_cost_noise_ms) / job.step_ms >= kExtraCollectiveMinShare) {
     add(job.other_cost_ms,
-        fmt::format("Collectives outside the gradient synchronisation: {:.1f} per step ({}), {:.2f} ms per step, "
+        fmt::format("Collectives outside the gradient synchronisation: {:.1f} per step ({}), {:.2f} ms per step{}, "
                     "{:.0f} % of the step",
                     mean.other_calls, mean.other_name.empty() ? "unnamed" : mean.other_name, job.other_cost_ms,
+                    job.other_cost_noise_ms > 0 ? fmt::format(" (±{:.2f})", job.other_cost_noise_ms) : "",
                     100 * job.other_cost_ms / job.step_ms),
         std::string("Each one stops every rank until all arrive. Reduce metrics for logging every N steps or once "
                     "per epoch (Lightning: self.log(..., sync_dist=False) in training_step, sync_dist=True only for "

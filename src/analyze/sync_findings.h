@@ -38,9 +38,11 @@ struct JobSyncs {
   double step_ms = 0;
   double gradient_cost_ms = 0;
   double other_cost_ms = 0;
+  double other_cost_noise_ms = 0;  // twice the standard error of other_cost_ms, where known
 };
 
-// Appends the two findings where they hold; `wall_seconds` prices a share of the step.
+// Appends the two findings where they hold (the training code's own collectives where their cost
+// less its noise is above the threshold); `wall_seconds` prices a share of the step.
 void sync_findings(const JobSyncs& job, double wall_seconds, const std::string& evidence, std::vector<Finding>& out);
 
 }  // namespace ddp

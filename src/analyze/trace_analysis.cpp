@@ -1,6 +1,7 @@
 #include "analyze/trace_analysis.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -108,10 +109,10 @@ double part_noise_ms(const RankBreakdown& a, const RankBreakdown& b, std::size_t
   return 2 * std::sqrt(variance_of_mean(a) + variance_of_mean(b));
 }
 
-// The part the straggler spends longest in beyond every other rank (collective waits aside),
-// among those where that excess is above the part's noise and `floor_ms`.
-std::optional<SlowPart> slowest_part(const std::vector<RankBreakdown>& ranks, std::size_t straggler, double floor_ms) {
-  std::optional<SlowPart> best;
+// The parts the straggler spends longer in than every other rank (collective waits aside) by more
+// than the part's noise and `floor_ms`, largest excess first.
+std::vector<SlowPart> slower_parts(const std::vector<RankBreakdown>& ranks, std::size_t straggler, double floor_ms) {
+  std::vector<SlowPart> out;
   for (std::size_t p = 0; p < kStepPartCount; ++p) {
     if (static_cast<StepPart>(p) == StepPart::kCommWait) continue;
     std::optional<std::size_t> other;  // the slowest other rank in this part
@@ -120,10 +121,45 @@ std::optional<SlowPart> slowest_part(const std::vector<RankBreakdown>& ranks, st
     }
     if (!other) continue;
     const double excess = ranks[straggler].part_ms[p] - ranks[*other].part_ms[p];
-    if (excess <= std::max(part_noise_ms(ranks[straggler], ranks[*other], p), floor_ms)) continue;
-    if (!best || excess > best->excess_ms_per_step) best = SlowPart{static_cast<StepPart>(p), excess};
+    if (excess > std::max(part_noise_ms(ranks[straggler], ranks[*other], p), floor_ms)) {
+      out.push_back({static_cast<StepPart>(p), excess});
+    }
   }
-  return best;
+  std::sort(out.begin(), out.end(),
+            [](const SlowPart& a, const SlowPart& b) { return a.excess_ms_per_step > b.excess_ms_per_step; });
+  return out;
+}
+
+// The straggler's excess over the slowest other rank in each part that is above its noise.
+double excess_above_noise_ms(const std::vector<RankBreakdown>& ranks, std::size_t straggler) {
+  double total = 0;
+  for (const SlowPart& p : slower_parts(ranks, straggler, 0)) total += p.excess_ms_per_step;
+  return total;
+}
+
+// Why the straggler is late, from the part of its step that is slower: the doctor's finding's cause.
+StragglerCause cause_of(const SlowPart& slow, int rank) {
+  const std::string ms = fmt::format("{:.3f} ms per step more than the slowest other rank", slow.excess_ms_per_step);
+  switch (slow.part) {
+    case StepPart::kData:
+      return {fmt::format("It waits for its input: its data part took {}.", ms),
+              "Give that rank's loader more workers (DataLoader num_workers, persistent_workers) or faster storage, "
+              "and check its shard of the data (larger or slower to read than the others')."};
+    case StepPart::kPython:
+      return {fmt::format("It runs plain Python that no torch op covers, {} (a per-step probe, logging, a sleep or "
+                          "a wait inside the step).",
+                          ms),
+              "Find what that rank alone does in its step (a rank-zero-only print, save or metric, a probe) and "
+              "take it out of the step, or do it every N steps."};
+    default:
+      return {fmt::format("Its own {} took {}, in torch ops: more work on that rank (an uneven batch or sequence "
+                          "length), or a slower core.",
+                          kStepPartNames[index(slow.part)], ms),
+              fmt::format("Check that rank {}'s batches are the size of the others' and its core's speed (clock, "
+                          "thermal throttling; repeat the run to see whether the same rank is slow).",
+                          rank),
+              false};
+  }
 }
 
 // A part whose mean share of the step, over the ranks, is above its threshold. `less_ms` per
@@ -167,15 +203,59 @@ JobSyncs job_syncs(const TraceAnalysis& a) {
   job.gradient_cost_ms = m.gradient_ms;
   job.other_cost_ms = m.other_ms;
   if (a.collectives && a.collectives->matched > 0 && a.collectives->steps > 0) {
+    // Each kind's transfers summed per step; the training code's own collectives also with twice
+    // their standard error, which a busy machine's outliers widen (one scalar allreduce was priced
+    // 2.53 ms a step in one run and 0.29 ms in the next).
     const CollectiveMatch& c = *a.collectives;
-    job.gradient_cost_ms = job.other_cost_ms = 0;
+    const double steps = static_cast<double>(c.steps);
+    std::vector<double> other;
+    job.gradient_cost_ms = 0;
     for (std::size_t i = 0; i < c.transfer_ns.size(); ++i) {
-      const double ms = static_cast<double>(c.transfer_ns[i]) / 1e6 / static_cast<double>(c.steps);
-      if (c.origin[i] == CollectiveOrigin::kGradient) job.gradient_cost_ms += ms;
-      if (c.origin[i] == CollectiveOrigin::kOther) job.other_cost_ms += ms;
+      const double ms = static_cast<double>(c.transfer_ns[i]) / 1e6;
+      if (c.origin[i] == CollectiveOrigin::kGradient) job.gradient_cost_ms += ms / steps;
+      if (c.origin[i] == CollectiveOrigin::kOther) other.push_back(ms);
+    }
+    job.other_cost_ms = 0;
+    for (double ms : other) job.other_cost_ms += ms / steps;
+    if (other.size() >= 2) {
+      const double n = static_cast<double>(other.size()), mean = job.other_cost_ms * steps / n;
+      double squares = 0;
+      for (double ms : other) squares += (ms - mean) * (ms - mean);
+      job.other_cost_noise_ms = 2 * (n / steps) * std::sqrt(squares / (n - 1) / n);
     }
   }
   return job;
+}
+
+// The others' wait for a rank slower throughout its step: a finding, without naming a cause.
+void slow_throughout_finding(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const SlowThroughout& slow = *a.slow_throughout;
+  const Straggler& s = *a.collectives->straggler;
+  const double wait_ms = 1e3 * s.cost_seconds_per_step / static_cast<double>(a.ranks.size() - 1);
+  double step = 0;
+  for (const RankBreakdown& b : a.ranks) step += b.step_ms / static_cast<double>(a.ranks.size());
+  std::vector<std::string> parts;
+  for (const SlowPart& p : slow.parts) {
+    parts.push_back(fmt::format("{} +{:.3f} ms", kStepPartNames[index(p.part)], p.excess_ms_per_step));
+  }
+  Finding f;
+  f.title = fmt::format(
+      "Rank {} is slower throughout its step and the others wait {:.2f} ms per step for it ({:.0f} % of the "
+      "step): a shared or slower core, which the traces cannot tell from a slow rank",
+      slow.rank, wait_ms, 100 * wait_ms / step);
+  f.detail = fmt::format(
+      "It arrived last at {:.0f} % of the collectives, and its step is slower in several parts, none holding most "
+      "of it ({} per step over the slowest other rank). One cause in the code sits in one part; this is what "
+      "other processes on its core, or a slower core, do, and a trace records no scheduler statistics to tell.",
+      100 * s.last_share, fmt::join(parts, ", "));
+  f.fix =
+      "Trace again on a quiet machine with one core per rank (taskset, mpirun --bind-to core, OMP_NUM_THREADS): a "
+      "rank that is slow again on another core is slow itself. ddpscope doctor's own runs measure each rank's wait "
+      "for its core.";
+  f.share_of_wall = step > 0 ? wait_ms / step : 0;
+  f.cost_seconds = f.share_of_wall * a.record.wall_seconds;
+  f.evidence = {a.record.label};
+  out.push_back(std::move(f));
 }
 
 std::vector<Finding> findings_of(const TraceAnalysis& a) {
@@ -183,7 +263,11 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
   // The doctor's straggler finding names ranks by position: only where that is their number.
   bool numbered_from_zero = true;
   for (std::size_t i = 0; i < a.ranks.size(); ++i) numbered_from_zero &= a.ranks[i].rank == static_cast<int>(i);
-  if (numbered_from_zero && a.straggler_part) straggler_findings({{&a.record}, {}, {}, {}}, out);
+  if (numbered_from_zero && a.straggler_part) {
+    const int rank = a.ranks[static_cast<std::size_t>(a.collectives->straggler->rank)].rank;
+    straggler_findings({{&a.record}, {}, {}, {}}, out, cause_of(*a.straggler_part, rank));
+  }
+  if (a.slow_throughout) slow_throughout_finding(a, out);
   part_finding(a, StepPart::kPython, kPythonMinShare, "Plain Python inside the step, outside any framework op",
                "Move per-step work that is not training out of the step (a GPU utilization probe such as "
                "pynvml's init/query/shutdown, printing, metric bookkeeping), or do it every N steps.",
@@ -192,20 +276,51 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
                "Load data in worker processes (DataLoader num_workers > 0, pin_memory on GPUs, persistent_workers), "
                "or prepare it once before training.",
                out);
-  part_finding(a, StepPart::kCommWait, kCommExposedMinShare, "Communication not hidden behind compute",
-               "Give each device more work per synchronisation: a larger per-device batch, or gradient accumulation "
-               "with DDP's no_sync() on all but the last micro-batch; fewer, larger buckets (bucket_cap_mb) where "
-               "there are many small collectives.",
-               out, a.collectives ? a.collectives->wait_ms_per_step : std::vector<double>{});
   part_finding(a, StepPart::kLaunch, kLaunchMinShare, "The GPU waits for its host to launch work",
                "The host cannot launch kernels as fast as the GPU runs them: more work per kernel (a larger "
-               "per-device batch), fewer kernels (torch.compile, fused optimizers: foreach or fused=True), or the "
+               "batch), fewer kernels (torch.compile, fused optimizers: foreach or fused=True), or the "
                "whole step as one CUDA graph (torch.compile mode=\"reduce-overhead\", torch.cuda.graphs).",
                out);
-  sync_findings(job_syncs(a), a.record.wall_seconds, a.record.label, out);
+  // A job of one device synchronises nothing: advice about devices is no advice to it.
+  if (a.job.world_size > 1) {
+    part_finding(a, StepPart::kCommWait, kCommExposedMinShare, "Communication not hidden behind compute",
+                 "Give each device more work per synchronisation: a larger per-device batch, or gradient "
+                 "accumulation with DDP's no_sync() on all but the last micro-batch; fewer, larger buckets "
+                 "(bucket_cap_mb) where there are many small collectives.",
+                 out, a.collectives ? a.collectives->wait_ms_per_step : std::vector<double>{});
+    sync_findings(job_syncs(a), a.record.wall_seconds, a.record.label, out);
+  }
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& x, const Finding& y) { return x.cost_seconds > y.cost_seconds; });
   return out;
+}
+
+// What each rank's steps say of the file they came from.
+void step_notes(const TraceAnalysis& a, std::vector<std::string>& notes) {
+  std::size_t fewest = SIZE_MAX, most = 0;
+  for (const TracedRank& r : a.job.ranks) {
+    const RankSteps& s = r.steps;
+    fewest = std::min(fewest, s.steps.size());
+    most = std::max(most, s.steps.size());
+    if (s.dropped_warmup + s.dropped_partial > 0) {
+      notes.push_back(
+          fmt::format("rank {}: {} steps analysed ({}), {} dropped as warm-up and {} as cut by the "
+                      "profile's end",
+                      r.rank, s.steps.size(), s.step_source, s.dropped_warmup, s.dropped_partial));
+    }
+    if (s.repeated_steps > 0 || s.repeated_events > 0) {
+      notes.push_back(fmt::format(
+          "rank {}: {} holds {} events twice, {} step markers among them (every field alike, as when one trace is "
+          "written into a file twice): each read once",
+          r.rank, r.path, s.repeated_events, s.repeated_steps));
+    }
+  }
+  if (most > fewest) {
+    notes.push_back(fmt::format(
+        "the ranks traced different numbers of steps ({} to {}): ranks of one job profile the same steps, so "
+        "some traces may be cut short or of another run",
+        fewest, most));
+  }
 }
 
 }  // namespace
@@ -214,16 +329,8 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
   TraceAnalysis a;
   a.job = std::move(job);
   a.notes = a.job.notes;
-  for (const TracedRank& r : a.job.ranks) {
-    a.ranks.push_back(breakdown(r));
-    const RankSteps& s = r.steps;
-    if (s.dropped_warmup + s.dropped_partial > 0) {
-      a.notes.push_back(
-          fmt::format("rank {}: {} steps analysed ({}), {} dropped as warm-up and {} as cut by the "
-                      "profile's end",
-                      r.rank, s.steps.size(), s.step_source, s.dropped_warmup, s.dropped_partial));
-    }
-  }
+  for (const TracedRank& r : a.job.ranks) a.ranks.push_back(breakdown(r));
+  step_notes(a, a.notes);
   if (a.job.ranks.size() >= 2) {
     std::vector<const RankSteps*> steps;
     for (const TracedRank& r : a.job.ranks) steps.push_back(&r.steps);
@@ -235,18 +342,24 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
   a.record = record_of(a);
   // The arrival rule indexes ranks in the order of the traces: position i is a.ranks[i]. A
   // straggler is named only where some part of its step is slower than the others' by more
-  // than that part's noise and than the doctor's floor share of the step: ranks sharing cores
-  // wait for each other at random, and a balanced job's ranks differ by a few per cent.
+  // than that part's noise and than the doctor's floor share of the step (ranks sharing cores
+  // wait for each other at random, and a balanced job's ranks differ by a few per cent), and
+  // where that part holds most of its excess: slower throughout is a core, not a cause.
   if (const std::optional<int> i = arrival_straggler_rank({{&a.record}, {}, {}, {}})) {
-    const RankBreakdown& rank = a.ranks[static_cast<std::size_t>(*i)];
+    const auto at = static_cast<std::size_t>(*i);
+    const RankBreakdown& rank = a.ranks[at];
     const double floor = kStragglerMinShare * rank.step_ms;
-    a.straggler_part = slowest_part(a.ranks, static_cast<std::size_t>(*i), floor);
-    if (!a.straggler_part) {
+    const std::vector<SlowPart> slower = slower_parts(a.ranks, at, floor);
+    if (slower.empty()) {
       a.notes.push_back(fmt::format(
           "rank {} waited least at the collectives, but no part of its step is slower than the others' by more "
           "than twice the standard error of the difference over the steps and {:.0f} % of its step ({:.3f} ms): "
           "no straggler",
           rank.rank, 100 * kStragglerMinShare, floor));
+    } else if (slower.front().excess_ms_per_step >= kOnePartMinShare * excess_above_noise_ms(a.ranks, at)) {
+      a.straggler_part = slower.front();
+    } else {
+      a.slow_throughout = SlowThroughout{rank.rank, slower_parts(a.ranks, at, 0)};
     }
   }
   a.findings = findings_of(a);
@@ -262,6 +375,7 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
       "start-up not judged: the profiler's window opens after the processes and the process "
       "group have started");
   a.prediction = predict_from_traces(a, a.no_prediction, others);
+  if (a.prediction) a.notes.insert(a.notes.end(), a.prediction->notes.begin(), a.prediction->notes.end());
   return a;
 }
 

@@ -40,15 +40,27 @@ struct SlowPart {
   double excess_ms_per_step = 0;  // the straggler's mean over the others' slowest
 };
 
+// The rank the others wait for is slower in several parts of its step, none holding most of its
+// excess: what a core shared with other processes, or a slower core, does. A trace records no
+// scheduler statistics, so it cannot tell a slow rank from a shared core: no straggler is named.
+struct SlowThroughout {
+  int rank = 0;
+  std::vector<SlowPart> parts;  // each part above its noise, largest excess first
+};
+
+// Where one part holds at least this share of the straggler's excess, the cause is in that part.
+inline constexpr double kOnePartMinShare = 0.5;
+
 struct TraceAnalysis {
   TraceJob job;
   std::vector<RankBreakdown> ranks;
-  std::optional<CollectiveMatch> collectives;  // with two or more ranks
-  std::optional<SlowPart> straggler_part;      // where the straggler is slower, when there is one
-  RunRecord record;                            // the doctor's form of the measured job
-  std::vector<Finding> findings;               // by cost, largest first
-  std::optional<TracePrediction> prediction;   // other device counts and links
-  std::string no_prediction;                   // why there is none
+  std::optional<CollectiveMatch> collectives;     // with two or more ranks
+  std::optional<SlowPart> straggler_part;         // where the straggler is slower, when there is one
+  std::optional<SlowThroughout> slow_throughout;  // else, a rank slower throughout its step
+  RunRecord record;                               // the doctor's form of the measured job
+  std::vector<Finding> findings;                  // by cost, largest first
+  std::optional<TracePrediction> prediction;      // other device counts and links
+  std::string no_prediction;                      // why there is none
   std::vector<std::string> notes;
 };
 

@@ -11,12 +11,17 @@ uint8_t TraceFile::traits(uint32_t name) const {
     t = kKnown;
     if (can_mark_step(names[name])) t |= kStepMarker;
     if (is_collective_library_name(names[name])) t |= kCollectiveLibrary;
+    if (ddp::is_region(names[name])) t |= kRegion;
   }
   return t;
 }
 
 bool TraceFile::is_collective_kernel(const TraceEvent& e) const {
   return e.kind == EventKind::kGpuKernel && (e.bytes >= 0 || (traits(e.name) & kCollectiveLibrary));
+}
+
+bool TraceFile::is_region(const TraceEvent& e) const {
+  return e.kind == EventKind::kHostOp && (traits(e.name) & kRegion);
 }
 
 void TraceFile::add(const TraceEvent& e) {

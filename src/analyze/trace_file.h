@@ -8,8 +8,15 @@
 
 #include "analyze/event_store.h"
 #include "analyze/trace_event.h"
+#include "ddpscope/error.h"
 
 namespace ddp {
+
+// A file that is readable but no training trace (a summary.json, no step in it): where it was
+// found in a folder, it is skipped and said rather than refused.
+struct NotATraceError : DataError {
+  using DataError::DataError;
+};
 
 // The job a file says it belongs to, where it says (Kineto's distributedInfo).
 struct DistributedInfo {
@@ -22,8 +29,12 @@ struct DistributedInfo {
 // one per process id.
 struct TraceFile {
   std::string path;
-  enum class Dialect { kKineto, kLegacyArray, kDdpscope } dialect = Dialect::kKineto;
+  // kDdpscope: `train --profiler trace`'s trace.json; kAnalyzeOutput: `analyze --trace`'s merged
+  // trace, which is no job's own trace.
+  enum class Dialect { kKineto, kLegacyArray, kDdpscope, kAnalyzeOutput } dialect = Dialect::kKineto;
   DistributedInfo distributed;
+  std::string host_name;               // Kineto's "host_name", where it says
+  std::optional<double> base_time_ns;  // Kineto's "baseTimeNanoseconds": events' ts count from it
   NameTable names;
   NameTable threads;                    // "pid/tid" of a host thread or GPU stream
   std::vector<int64_t> thread_pid{-1};  // per thread (index 0: the empty name): its process id, or -1
@@ -40,9 +51,11 @@ struct TraceFile {
   // A GPU kernel of a collective: by its metadata (Kineto's "In msg nelems" gives bytes), else by
   // the library in its name (older traces carry no metadata).
   bool is_collective_kernel(const TraceEvent& e) const;
+  // A host event that marks a region of the training code (op_phase.h's is_region).
+  bool is_region(const TraceEvent& e) const;
 
  private:
-  enum NameTrait : uint8_t { kKnown = 1, kStepMarker = 2, kCollectiveLibrary = 4 };
+  enum NameTrait : uint8_t { kKnown = 1, kStepMarker = 2, kCollectiveLibrary = 4, kRegion = 8 };
   uint8_t traits(uint32_t name) const;
   mutable std::vector<uint8_t> name_traits_;  // per name, found on first use
 };

@@ -94,6 +94,8 @@ enum class Field {
   kRank,
   kWorldSize,
   kBackend,
+  kHostName,
+  kBaseTime,
 };
 
 // By length, then text: this runs for every key of a large file.
@@ -116,6 +118,7 @@ Field field_of(std::string_view key) {
       {"bytes", Field::kBytes},
       {"backend", Field::kBackend},
       {"producer", Field::kProducer},
+      {"host_name", Field::kHostName},
       {"otherData", Field::kOtherData},
       {"Input Dims", Field::kInputDims},
       {"Input type", Field::kInputType},
@@ -126,8 +129,9 @@ Field field_of(std::string_view key) {
       {"distributedInfo", Field::kDistributedInfo},
       {"Process Group ID", Field::kProcessGroup},
       {"Process Group Name", Field::kProcessGroup},
+      {"baseTimeNanoseconds", Field::kBaseTime},
   };
-  if (key.size() < 2 || key.size() > 18) return Field::kNone;
+  if (key.size() < 2 || key.size() > 19) return Field::kNone;
   for (const Entry& e : kFields) {
     if (e.text.size() == key.size() && e.text[0] == key[0] && e.text == key) return e.field;
   }
@@ -163,6 +167,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool EndArray(rapidjson::SizeType) { return close(); }
 
   bool saw_events() const { return saw_events_; }
+  bool too_deep() const { return too_deep_; }
   // Whether the last null read was an element of the events array: a part of a file ends with
   // one, which proves the part was cut between two events.
   bool last_null_in_events() const { return last_null_in_events_; }
@@ -213,6 +218,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   Where where() const { return stack_.empty() ? Where::kRoot : stack_.back(); }
 
   bool open(bool object) {
+    if (stack_.size() >= kMaxJsonDepth) {
+      too_deep_ = true;
+      return false;
+    }
     const Where at = where();
     Where next = Where::kSkip;
     switch (at) {
@@ -273,6 +282,10 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     switch (where()) {
       case Where::kRoot:
         return false;  // a bare number or string is no trace
+      case Where::kTop:
+        if (key_ == Field::kHostName && v.is_text) out_.host_name = std::string(v.text);
+        if (key_ == Field::kBaseTime && v.is_number && std::isfinite(v.number)) out_.base_time_ns = v.number;
+        break;
       case Where::kEvent:
         event_field(v);
         break;
@@ -290,7 +303,8 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         break;
       case Where::kOtherData:
         if (key_ == Field::kProducer && v.is_text && v.text.starts_with("ddpscope")) {
-          out_.dialect = TraceFile::Dialect::kDdpscope;
+          out_.dialect =
+              v.text.ends_with(" analyze") ? TraceFile::Dialect::kAnalyzeOutput : TraceFile::Dialect::kDdpscope;
         }
         break;
       default:
@@ -397,26 +411,69 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   std::string thread_key_;  // "pid/tid", built in place
   Scratch event_;
   bool saw_events_ = false;
+  bool too_deep_ = false;
   bool last_null_in_events_ = false;
 };
 
+// The parser's stack (the string being read, the nesting) with a ceiling: a string of gigabytes
+// stops the read instead of the machine.
+class CappedStackAllocator {
+ public:
+  struct Exceeded {};
+  // RapidJSON's allocator concept: its names, not ours.
+  // NOLINTBEGIN(readability-identifier-naming)
+  static constexpr bool kNeedFree = true;
+  void* Malloc(std::size_t size) { return Realloc(nullptr, 0, size); }
+  void* Realloc(void* old, std::size_t, std::size_t size) {
+    if (size == 0) {
+      std::free(old);
+      return nullptr;
+    }
+    if (size > kStringBufferBytes) throw Exceeded{};
+    void* grown = std::realloc(old, size);
+    if (grown == nullptr) throw std::bad_alloc();
+    return grown;
+  }
+  static void Free(void* p) { std::free(p); }
+  // NOLINTEND(readability-identifier-naming)
+};
+
+using Reader = rapidjson::GenericReader<rapidjson::UTF8<>, rapidjson::UTF8<>, CappedStackAllocator>;
+
+[[noreturn]] void string_too_long(const std::string& path) {
+  throw DataError(
+      fmt::format("{}: holds a string of more than {} MiB, which no profiler writes: not a trace (or a damaged one)",
+                  path, (kStringBufferBytes >> 20) * 5 / 8));
+}
+
 template <typename Stream>
-TraceFile parse(Stream& stream, const std::string& path) {
+TraceFile parse(Stream& stream, const std::string& path, const std::function<void()>& on_json_error = {}) {
   TraceFile out;
   out.path = path;
   TraceHandler handler(out);
-  rapidjson::Reader reader;
-  // Iterative: a deeply nested file cannot exhaust the stack.
-  const rapidjson::ParseResult result = reader.Parse<rapidjson::kParseIterativeFlag>(stream, handler);
+  Reader reader;
+  rapidjson::ParseResult result;
+  try {
+    // Iterative: a deeply nested file cannot exhaust the stack.
+    result = reader.Parse<rapidjson::kParseIterativeFlag>(stream, handler);
+  } catch (const CappedStackAllocator::Exceeded&) {
+    string_too_long(path);
+  }
+  if (result.IsError() && on_json_error) on_json_error();
+  if (handler.too_deep()) {
+    throw DataError(fmt::format("{}: nested more than {} levels deep at byte {}, which no profiler writes: not a trace",
+                                path, kMaxJsonDepth, result.Offset()));
+  }
   if (result.IsError()) {
     if (result.Code() == rapidjson::kParseErrorTermination) {
-      throw DataError(fmt::format("{}: not a trace: its top level is a single value, not an object or array", path));
+      throw NotATraceError(
+          fmt::format("{}: not a trace: its top level is a single value, not an object or array", path));
     }
     throw DataError(fmt::format("{}: not valid JSON at byte {}: {}", path, result.Offset(),
                                 rapidjson::GetParseError_En(result.Code())));
   }
   if (!handler.saw_events()) {
-    throw DataError(
+    throw NotATraceError(
         fmt::format("{}: not a trace: a JSON object without \"traceEvents\" (Kineto's and Chrome's "
                     "trace format), and not an array of events",
                     path));
@@ -424,17 +481,24 @@ TraceFile parse(Stream& stream, const std::string& path) {
   return out;
 }
 
+// A UTF-8 byte order mark, which some editors write first: not JSON, and no reason to refuse.
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
 }  // namespace
 
 std::optional<TraceFile> parse_part_in_place(std::string& text, bool cut_after) {
   TraceFile out;
   TraceHandler handler(out);
-  rapidjson::Reader reader;
+  Reader reader;
   // RapidJSON's SIMD scans read whole aligned blocks of 16 bytes, past the closing NUL.
   text.append(16, '\0');
   rapidjson::InsituStringStream stream(text.data());
-  const rapidjson::ParseResult result =
-      reader.Parse<rapidjson::kParseInsituFlag | rapidjson::kParseIterativeFlag>(stream, handler);
+  rapidjson::ParseResult result;
+  try {
+    result = reader.Parse<rapidjson::kParseInsituFlag | rapidjson::kParseIterativeFlag>(stream, handler);
+  } catch (const CappedStackAllocator::Exceeded&) {
+    return std::nullopt;  // the one pass says what is wrong
+  }
   if (result.IsError() || !handler.saw_events() || (cut_after && !handler.last_null_in_events())) {
     return std::nullopt;
   }
@@ -448,10 +512,14 @@ TraceFile read_trace(const std::string& path, const std::function<void(double)>&
     if (std::optional<TraceFile> whole = read_trace_in_parts(path, kPartBytes, progress)) return std::move(*whole);
   }
   TraceStream stream(path, progress);
-  return parse(stream, path);
+  stream.skip_prefix(kByteOrderMark);
+  // A damaged gzip member can inflate to text that fails to parse before its check sum is
+  // read: the damage, found by reading on, is what is wrong.
+  return parse(stream, path, [&] { stream.read_to_end(); });
 }
 
 TraceFile read_trace_text(std::string_view text, const std::string& path) {
+  if (text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
   rapidjson::MemoryStream stream(text.data(), text.size());
   return parse(stream, path);
 }

@@ -22,7 +22,9 @@ TraceStream::TraceStream(std::string path, std::function<void(double)> progress)
   if (::stat(path_.c_str(), &info) != 0) {
     throw DataError(fmt::format("{}: cannot read it: {}", path_, std::strerror(errno)));
   }
-  if (!S_ISREG(info.st_mode)) throw DataError(fmt::format("{}: not a regular file", path_));
+  if (!S_ISREG(info.st_mode) && !S_ISFIFO(info.st_mode)) {
+    throw DataError(fmt::format("{}: not a regular file or a pipe", path_));
+  }
   file_bytes_ = info.st_size;
   file_ = gzopen(path_.c_str(), "rb");
   if (file_ == nullptr) throw DataError(fmt::format("{}: cannot read it: {}", path_, std::strerror(errno)));
@@ -46,6 +48,16 @@ std::size_t TraceStream::read(char* into, std::size_t count) {
     done += got;
   }
   return done;
+}
+
+void TraceStream::skip_prefix(std::string_view prefix) {
+  if (next_ == end_ && !refill()) return;
+  if (std::string_view(next_, static_cast<std::size_t>(end_ - next_)).starts_with(prefix)) next_ += prefix.size();
+}
+
+void TraceStream::read_to_end() {
+  next_ = end_;
+  while (refill()) next_ = end_;
 }
 
 bool TraceStream::refill() {

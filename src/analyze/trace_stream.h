@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddp {
@@ -34,6 +35,12 @@ class TraceStream {
 
   // Up to `count` bytes into `into`, fewer only at the end of the file: the reader in parts.
   std::size_t read(char* into, std::size_t count);
+
+  // Past `prefix` where the file begins with it (a byte order mark); before anything is read.
+  void skip_prefix(std::string_view prefix);
+
+  // Reads on to the end: a damaged gzip member throws as refill does.
+  void read_to_end();
 
   // Past spaces, tabs and line ends, a buffer at a time: Kineto indents every field, and
   // RapidJSON's own skipping takes a character per call.

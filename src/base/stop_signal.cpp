@@ -39,22 +39,7 @@ struct sigaction& before(int signal) {
 }
 bool speaks_for_the_job = true;  // false on ranks other than zero, where rank zero speaks
 
-// No StopSignals lives: the signal does what it did before it was taken (ends the process,
-// or nothing where it was ignored).
-void act_as_before(int signal) {
-  if (before(signal).sa_handler == SIG_IGN) return;
-  struct sigaction fallback {};
-  fallback.sa_handler = SIG_DFL;
-  sigemptyset(&fallback.sa_mask);
-  sigaction(signal, &fallback, nullptr);
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signal);
-  raise(signal);  // pending on this thread until unblocked here
-  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
-}
-
-// Paths that exit_now reads from the signal thread: each written whole before its flag is set.
+// Paths that the signal thread reads on the way out: each written whole before its flag is set.
 struct PathSlot {
   std::atomic<bool> set{false};
   char path[4096] = {};
@@ -68,6 +53,22 @@ struct PathSlot {
 };
 PathSlot file_in_progress;  // a temporary file being filled: removed on the way out
 PathSlot last_checkpoint;   // where a stopped run resumes from
+
+// No StopSignals lives: the signal does what it did before it was taken (ends the process,
+// or nothing where it was ignored).
+void act_as_before(int signal) {
+  if (before(signal).sa_handler == SIG_IGN) return;
+  if (file_in_progress.set) ::unlink(file_in_progress.path);  // the process ends: leave no temporary file
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  sigaction(signal, &fallback, nullptr);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signal);
+  raise(signal);  // pending on this thread until unblocked here
+  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+}
 
 void say(const char* text) { [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text)); }
 

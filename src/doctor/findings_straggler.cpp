@@ -37,14 +37,8 @@ double max_of_others(const std::vector<T>& per_rank, int rank, F of) {
   return most;
 }
 
-struct Cause {
-  std::string why;
-  std::string fix;
-  bool measured = true;  // false: only its compute was slower, nothing that says why
-};
-
 // Why `rank` was late, from what it saw against the others; `cost` is the others' total wait.
-Cause cause_of(const RunRecord& run, int rank, double cost) {
+StragglerCause cause_of(const RunRecord& run, int rank, double cost) {
   const RunSummary& s = run.summary;
   std::vector<std::string> why;
   std::vector<std::string> fix;
@@ -119,14 +113,15 @@ std::optional<int> arrival_straggler_rank(const FindingInputs& in) {
   return run->summary.arrivals.straggler->rank;
 }
 
-void straggler_findings(const FindingInputs& in, std::vector<Finding>& out) {
+void straggler_findings(const FindingInputs& in, std::vector<Finding>& out,
+                        const std::optional<StragglerCause>& known) {
   const std::optional<int> rank = arrival_straggler_rank(in);
   if (!rank) return;
   const RunRecord& run = *straggler_run(in);
   const Straggler& s = *run.summary.arrivals.straggler;
   const double share = share_of_wall(run);
   const double cost = wait_per_rank_per_step(run) * static_cast<double>(run.summary.arrivals.steps);
-  const Cause cause = cause_of(run, *rank, cost);
+  const StragglerCause cause = known ? *known : cause_of(run, *rank, cost);
   // A rank whose compute was merely slower, on hosts where other processes took at least the
   // time the others waited, may have been theirs to slow: no evidence against the rank (seen in
   // one of two clean doctor runs here: 0.025 s waited, 0.03 core-seconds taken by others).

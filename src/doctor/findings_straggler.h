@@ -4,6 +4,7 @@
 // others: waiting for its core, steal, its loader, or else its own compute. Thresholds
 // are documented in docs/scaling-guide.md ("Which rank is slow, and why").
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "doctor/findings.h"
@@ -20,6 +21,15 @@ inline constexpr double kCauseMinExplained = 0.5;   // steal or loader wait beyo
 // rule of findings.cpp leaves that rank to it, so one straggler is never reported twice.
 std::optional<int> arrival_straggler_rank(const FindingInputs& inputs);
 
-void straggler_findings(const FindingInputs& inputs, std::vector<Finding>& out);
+// Why the straggler was late, where the caller knows it better than the run's record says
+// (analyze, from the part of the straggler's step that is slower): the finding's cause.
+struct StragglerCause {
+  std::string why;
+  std::string fix;
+  bool measured = true;  // false: only its compute was slower, nothing that says why
+};
+
+void straggler_findings(const FindingInputs& inputs, std::vector<Finding>& out,
+                        const std::optional<StragglerCause>& known = std::nullopt);
 
 }  // namespace ddp

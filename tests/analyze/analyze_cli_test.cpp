@@ -96,8 +96,8 @@ TEST(AnalyzeCli, RefusesWhatIsNotOneJobsTraces) {
   r = analyze("r0.json --rank-map legacy.json", dir);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "ddpscope: error: --rank-map legacy.json: expected FILE=RANK, a trace's path and its rank (0 or "
-            "more)\n");
+            "ddpscope: error: --rank-map legacy.json: expected FILE=RANK, a trace's path and its rank (0 to "
+            "1048575)\n");
 
   write(dir / "own.json", R"({"otherData": {"producer": "ddpscope 0.1.0"}, "traceEvents": []})");
   r = analyze("own.json", dir);
@@ -129,7 +129,8 @@ TEST(AnalyzeCli, WritesTheReportAndOneTraceOfAllRanksAlignedByTheirCollectives) 
   EXPECT_NE(rows.find(" ± "), std::string::npos) << rows;
 
   const nlohmann::json merged = nlohmann::json::parse(ddp::testing::read_text(dir / "merged.json"));
-  EXPECT_EQ(merged["traceEvents"].size(), 19u);  // 2 x (3 names, 3 steps, 3 collectives), 1 finding
+  // 2 x (3 names, 3 steps, 3 collectives), 2 findings (the straggler, and its sleep as Python in the step)
+  EXPECT_EQ(merged["traceEvents"].size(), 20u);
 }
 
 // ddpscope's own trace.json (every rank in one file) reads like a user's.

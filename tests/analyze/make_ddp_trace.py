@@ -11,6 +11,9 @@ Causes are injected for real, each on one rank or on all:
   --no-sync                                   with --accumulate: all but the last inside no_sync()
   --pin K                                     rank R runs on core (R + K) mod N of the N cores this
                                               process may use
+  --cycles C                                  C profiling cycles of --steps steps, each written by
+                                              torch's tensorboard_trace_handler under its own name
+                                              (<host>_<pid>.<time ns>.pt.trace.json)
 Writes OUT_DIR/rank<R>.pt.trace.json per rank, with shapes recorded (the collectives' sizes):
 torch 1.13 without Kineto writes the legacy bare array (no rank inside), so the rank is in the
 file's name."""
@@ -81,23 +84,27 @@ def run(rank, args):
     slow_s = args.slow_forward_ms / 1000.0 if rank == args.slow_forward_rank else 0.0
     model = DistributedDataParallel(Mlp(slow_s))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    data = RandomRows(args.batch * args.ranks * args.accumulate * (args.steps + 2), rank,
+    data = RandomRows(args.batch * args.ranks * args.accumulate * ((args.steps + 1) * max(1, args.cycles) + 1), rank,
                       args.slow_loader_rank, args.slow_loader_ms)
     sampler = DistributedSampler(data, num_replicas=args.ranks, rank=rank)
     loader = DataLoader(data, batch_size=args.batch, sampler=sampler,
                         collate_fn=SlowCollate(data.delay))
-    schedule = torch.profiler.schedule(wait=0, warmup=1, active=args.steps)
+    schedule = torch.profiler.schedule(wait=0, warmup=1, active=args.steps, repeat=args.cycles or 1)
     path = os.path.join(args.out, f"rank{rank}.pt.trace.json")
     done = []
+    handler = torch.profiler.tensorboard_trace_handler(args.out) if args.cycles else None
 
     def save(prof):
-        prof.export_chrome_trace(path)
+        if handler:
+            handler(prof)
+        else:
+            prof.export_chrome_trace(path)
         done.append(path)
 
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule,
                                 on_trace_ready=save, record_shapes=True) as prof:
         batches = iter(loader)
-        for _ in range(args.steps + 1):
+        for _ in range((args.steps + 1) * (args.cycles or 1)):
             for micro in range(args.accumulate):
                 x, y = next(batches)
                 last = micro == args.accumulate - 1
@@ -133,6 +140,7 @@ def main():
     parser.add_argument("--accumulate", type=int, default=1)
     parser.add_argument("--no-sync", action="store_true")
     parser.add_argument("--pin", type=int)
+    parser.add_argument("--cycles", type=int, default=0)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.environ["MASTER_PORT"] = str(args.port)

@@ -102,12 +102,13 @@ TEST(RealTraces, ModernKinetoFromATorch2GlooJobWithARankSlowedInForward) {
   expect_parts_add_up(a.job);
   ASSERT_TRUE(a.straggler_part.has_value());
   EXPECT_EQ(a.collectives->straggler->rank, 1);
-  EXPECT_EQ(a.straggler_part->part, StepPart::kForward);
+  // The 20 ms sleep sits inside DDP's forward, where no op covers it: Python in the step.
+  EXPECT_EQ(a.straggler_part->part, StepPart::kPython);
   EXPECT_NEAR(a.straggler_part->excess_ms_per_step, 20, 5);
   // record_shapes gives the allreduce's size: the seed's 134,657 parameters in float32.
   ASSERT_TRUE(a.prediction.has_value());
-  ASSERT_EQ(a.prediction->bytes_per_step.size(), 1u);
-  EXPECT_EQ(a.prediction->bytes_per_step[0], 134657 * 4);
+  EXPECT_EQ(a.prediction->collectives_per_step, 1);
+  EXPECT_EQ(a.prediction->bytes_per_step, 134657 * 4);
   // Every prediction carries a band: at least the traced steps' spread at the traced 2 devices,
   // wider the further it lies from them.
   for (const TracePredictionRow& r : a.prediction->rows) {
@@ -120,18 +121,38 @@ TEST(RealTraces, ModernKinetoFromATorch2GlooJobWithARankSlowedInForward) {
   }
 }
 
-TEST(RealTraces, LightningsProfilerFilesOfATwoRankDdpJob) {
+double mean_part_ms(const TraceAnalysis& a, StepPart p) {
+  double sum = 0;
+  for (const RankBreakdown& b : a.ranks) sum += b.part_ms[static_cast<std::size_t>(p)];
+  return sum / static_cast<double>(a.ranks.size());
+}
+
+// The folder Lightning's PyTorchProfiler writes for a 2-rank DDP job, as it writes it: per rank
+// a training_step trace, a validation_step trace and a summary (fit-seed-<rank>.txt). The seed's
+// habit stands in every training_step: 5 ms of plain Python (its pynvml probe).
+TEST(RealTraces, LightningsFolderOfATwoRankDdpJobWithAProbeInTrainingStep) {
   const TraceAnalysis a = analyze("lightning_ddp_gloo");
   ASSERT_EQ(a.ranks.size(), 2u);
   EXPECT_EQ(a.ranks[1].rank, 1);  // from distributedInfo: Lightning's names carry the local rank only
+  EXPECT_NE(a.ranks[1].path.find("training_step"), std::string::npos);
+  EXPECT_TRUE(has_note(a, "left out, as not training steps: ")) << "the validation traces, said";
   expect_parts_add_up(a.job);
   for (const RankBreakdown& b : a.ranks) {
-    EXPECT_EQ(b.steps, 3);
-    // Lightning's training_step (inside its optimizer_step's closure) is forward.
+    EXPECT_EQ(b.steps, 5);
     for (StepPart p : {StepPart::kData, StepPart::kForward, StepPart::kBackward, StepPart::kOptimizer}) {
       EXPECT_GT(b.part_ms[static_cast<std::size_t>(p)], 0.1) << kStepPartNames[static_cast<std::size_t>(p)];
     }
   }
+  // The probe runs inside DDP's forward (Lightning's training_step is called from it): time there
+  // that no op covers, beyond the usual gaps between ops, is Python. The same job without the
+  // probe spends 0.8-1.3 ms per step in Lightning's own Python between its hooks, so the 5 ms
+  // probe reads as 5 ms more than that, within 1.5 ms (the machine's own jitter).
+  const TraceAnalysis quiet = analyze("lightning_ddp_gloo_no_probe");
+  const double probe_ms = mean_part_ms(a, StepPart::kPython) - mean_part_ms(quiet, StepPart::kPython);
+  EXPECT_NEAR(probe_ms, 5, 1.5);
+  EXPECT_LT(mean_part_ms(a, StepPart::kForward), 3) << "the probe is not forward";
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].title.substr(0, 56), "Plain Python inside the step, outside any framework op: ");
   EXPECT_GT(a.collectives->matched, 0);
   // Per step: DDP's allreduce, launched inside backward, and Lightning's own broadcast after the
   // batch (its SIGTERM check), launched outside it.
@@ -140,17 +161,42 @@ TEST(RealTraces, LightningsProfilerFilesOfATwoRankDdpJob) {
     EXPECT_EQ(b.syncs.other_calls, 1);
     EXPECT_EQ(b.syncs.other_name, "gloo:broadcast");
   }
-  // Its ranks were blocked on communication about 1.3 ms per step while gloo's threads also
-  // waited for each other under backward: that waiting is no reason to price the transfer as
-  // hidden. The blocked share of the collectives' time in flight is what the what-if prices.
+  // The what-if's traced point is the step the traces measured: the slowest rank's training
+  // thread blocked as long per ms of transfer as it was.
   ASSERT_TRUE(a.prediction.has_value()) << a.no_prediction;
-  double comm_wait = 0, waits = 0, transfer = 0;
-  for (const RankBreakdown& b : a.ranks) comm_wait += b.part_ms[static_cast<std::size_t>(StepPart::kCommWait)] / 2;
-  for (double ms : a.collectives->wait_ms_per_step) waits += ms / 2;
-  for (double ms : a.collectives->transfer_ms_per_step) transfer += ms / 2;
-  EXPECT_GT(comm_wait, 0.5);
-  EXPECT_NEAR(a.prediction->exposed_share, comm_wait / (transfer + waits), 1e-9);
-  EXPECT_GT(a.prediction->exposed_share, 0.2);
+  EXPECT_EQ(a.prediction->collectives_per_step, 2);
+}
+
+// Every committed job: the what-if at the traced device count, on the link the traces measured,
+// is the step they measured, within its band.
+TEST(RealTraces, TheWhatIfMeetsItsOwnTracedPointWithinItsBand) {
+  for (const char* name : {"lightning_ddp_gloo", "lightning_ddp_gloo_no_probe", "torch2_gloo_slow_forward",
+                           "torch2_profiler_cycles", "scaling_2", "scaling_3"}) {
+    const TraceAnalysis a = analyze(name);
+    ASSERT_TRUE(a.prediction.has_value()) << name << ": " << a.no_prediction;
+    const auto row = std::find_if(
+        a.prediction->rows.begin(), a.prediction->rows.end(),
+        [&](const TracePredictionRow& r) { return r.devices == a.job.world_size && r.link == "measured"; });
+    ASSERT_NE(row, a.prediction->rows.end()) << name;
+    double measured = 0;
+    for (const RankBreakdown& b : a.ranks) measured += b.step_ms / static_cast<double>(a.ranks.size());
+    EXPECT_LT(std::abs(row->step_ms / measured - 1), row->band)
+        << name << ": " << row->step_ms << " against " << measured;
+  }
+}
+
+// torch's tensorboard_trace_handler writes a file per profiling cycle ("<host>_<pid>.<ns>.pt.trace.json"):
+// a rank's two cycles are its steps, in time order, and said.
+TEST(RealTraces, ARanksProfilingCyclesAreItsStepsInTimeOrder) {
+  const TraceAnalysis a = analyze("torch2_profiler_cycles");
+  ASSERT_EQ(a.ranks.size(), 2u);
+  for (const TracedRank& r : a.job.ranks) {
+    EXPECT_EQ(r.steps.steps.size(), 6u);  // 2 cycles of 4 steps, the first of each a warm-up
+    for (std::size_t i = 1; i < r.steps.steps.size(); ++i)
+      EXPECT_GT(r.steps.steps[i].start_ns, r.steps.steps[i - 1].start_ns);
+  }
+  EXPECT_TRUE(has_note(a, "rank 0: 2 profiling cycles read as its steps, in time order"));
+  EXPECT_EQ(a.collectives->steps, 6);
 }
 
 // One training traced at 1, 2 and 3 devices (fixtures/README.md). Fitted from the 1- and

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -134,12 +138,75 @@ TEST(TraceReader, NamesTheFileAndWhatIsWrongWithIt) {
                                   "trace format), and not an array of events");
   EXPECT_EQ(error_of((dir / "missing.json").string()),
             (dir / "missing.json").string() + ": cannot read it: No such file or directory");
-  EXPECT_EQ(error_of(dir.string()), dir.string() + ": not a regular file");
+  EXPECT_EQ(error_of(dir.string()), dir.string() + ": not a regular file or a pipe");
 }
 
-TEST(TraceReader, ADeeplyNestedFileIsReadWithoutExhaustingTheStack) {
+TEST(TraceReader, NestingBeyondTheLimitIsRefusedAndWithinItRead) {
   const std::string deep = "[" + std::string(200000, '[') + std::string(200000, ']') + "]";
-  EXPECT_TRUE(read_trace_text(deep, "deep.json").events.empty());
+  try {
+    read_trace_text(deep, "deep.json");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "deep.json: nested more than 64 levels deep at byte 64, which no profiler writes: not a trace");
+  }
+  const std::string within = "[" + std::string(62, '[') + std::string(62, ']') + "]";
+  EXPECT_TRUE(read_trace_text(within, "within.json").events.empty());
+}
+
+// A bit flipped inside a gzip member can inflate to text that fails to parse before the member's
+// check sum is read: the damage is what is said, not the JSON it garbled.
+TEST(TraceReader, AFlippedBitInsideAGzipIsDamageNotInvalidJson) {
+  const auto dir = fresh_dir("trace_reader_flip");
+  // Longer inflated than one read of the stream (256 KiB), so that the text read first is parsed
+  // before the member's end, where its check sum is.
+  std::string text = kKineto;
+  text.insert(text.size() - 50, std::string(1 << 20, ' '));
+  write_gzip(dir / "a.json.gz", text);
+  std::string packed;
+  {
+    std::ifstream in(dir / "a.json.gz", std::ios::binary);
+    packed.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  int damaged = 0, refused = 0;
+  for (std::size_t byte = 20; byte < 400; byte += 3) {  // within the deflate stream's events
+    std::string flipped = packed;
+    flipped[byte] = static_cast<char>(flipped[byte] ^ 0x10);
+    const std::string path = write(dir / "flipped.json.gz", flipped).string();
+    const std::string error = error_of(path);
+    EXPECT_EQ(error.find("not valid JSON"), std::string::npos) << "byte " << byte << ": " << error;
+    damaged += error.find("damaged or truncated (gzip") != std::string::npos ? 1 : 0;
+    refused += error != "no error" ? 1 : 0;
+  }
+  EXPECT_EQ(damaged, refused);
+  EXPECT_GT(damaged, 0);
+}
+
+TEST(TraceReader, ReadsAByteOrderMarkAPipeAndKinetosHostAndClock) {
+  const auto dir = fresh_dir("trace_reader_bom");
+  const TraceFile marked = read_trace(write(dir / "bom.json", "\xEF\xBB\xBF" + std::string(kKineto)).string());
+  EXPECT_EQ(marked.events.size(), 2u);
+  EXPECT_EQ(marked.base_time_ns, 1711964646000000000.0);
+  const std::string pipe = (dir / "pipe").string();
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  const pid_t writer = ::fork();
+  if (writer == 0) {
+    std::ofstream(pipe) << kKineto;
+    ::_exit(0);
+  }
+  const TraceFile piped = read_trace(pipe);
+  ::waitpid(writer, nullptr, 0);
+  EXPECT_EQ(piped.events.size(), 2u);
+  const TraceFile hosted = read_trace_text(R"({"host_name": "node7", "traceEvents": []})", "h.json");
+  EXPECT_EQ(hosted.host_name, "node7");
+}
+
+TEST(TraceReader, KnowsAnalyzesOwnMergedTraceFromATrainRunsTrace) {
+  EXPECT_EQ(
+      read_trace_text(R"({"otherData": {"producer": "ddpscope 0.1.0 analyze"}, "traceEvents": []})", "m.json").dialect,
+      TraceFile::Dialect::kAnalyzeOutput);
+  EXPECT_EQ(read_trace_text(R"({"otherData": {"producer": "ddpscope 0.1.0"}, "traceEvents": []})", "t.json").dialect,
+            TraceFile::Dialect::kDdpscope);
 }
 
 }  // namespace

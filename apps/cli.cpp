@@ -80,7 +80,8 @@ std::string in_user_words(const CLI::App& app, const CLI::ParseError& e, int arg
     const std::string option = what.substr(0, colon);
     return fmt::format("{} needs a value: {} VALUE", option, option);
   }
-  if (e.get_name() == "ExtrasError" && colon != std::string::npos && argc >= 2) {
+  // A subcommand's ExtrasError carries the subcommand's name, not its own: known by its type.
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && colon != std::string::npos && argc >= 2) {
     const std::string extra = what.substr(colon + 2);
     if (extra.starts_with("-") && extra.find(' ') == std::string::npos) {
       return fmt::format("{} is not an option of {}; a path that begins with '-' goes after -- (ddpscope {} -- {})",

@@ -225,7 +225,14 @@ TraceJob read_job(const std::vector<TraceInput>& files, const std::map<std::stri
   TraceJob job;
   std::map<std::string, std::pair<std::string, int>> mapped;  // canonical path -> (as given, rank)
   for (const auto& [path, rank] : rank_map) mapped[canonical(path)] = {path, rank};
-  std::set<std::string> mapped_used;
+  std::set<std::string> named;
+  for (const TraceInput& f : files) named.insert(canonical(f.path));
+  for (const auto& [key, given] : mapped) {
+    if (!named.contains(key)) {
+      throw UsageError(
+          fmt::format("--rank-map {}={}: {} is not one of the traces read", given.first, given.second, given.first));
+    }
+  }
   std::optional<std::pair<int, std::string>> world_from;  // (world size, the file that said it)
   std::optional<std::pair<std::string, std::string>> backend_from;
   std::vector<std::string> evaluation, skipped;
@@ -297,10 +304,7 @@ TraceJob read_job(const std::vector<TraceInput>& files, const std::map<std::stri
       continue;
     }
     std::optional<int> rank = trace.distributed.rank;
-    if (const auto m = mapped.find(canonical(path)); m != mapped.end()) {
-      rank = m->second.second;
-      mapped_used.insert(m->first);
-    }
+    if (const auto m = mapped.find(canonical(path)); m != mapped.end()) rank = m->second.second;
     if (!rank) rank = rank_in_name(path);
     if (!rank) {
       if (training_files > 1) {
@@ -313,12 +317,6 @@ TraceJob read_job(const std::vector<TraceInput>& files, const std::map<std::stri
       job.notes.push_back(fmt::format("{} does not say its rank: analysed as the job's only rank", path));
     }
     keep(*rank, trace);
-  }
-  for (const auto& [key, given] : mapped) {
-    if (!mapped_used.contains(key)) {
-      throw UsageError(
-          fmt::format("--rank-map {}={}: {} is not one of the traces read", given.first, given.second, given.first));
-    }
   }
   for (const std::string& s : skipped) job.notes.push_back("skipped: " + s);
   if (!evaluation.empty()) {

@@ -1,6 +1,7 @@
 // `ddpscope analyze` given what is not one job's traces: the exit code and a message naming the
 // file and what is wrong, never a crash or numbers.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <fstream>
@@ -24,6 +25,23 @@ std::string kineto(int rank, int world, const std::string& backend = "gloo") {
          R"(, "world_size": )" + std::to_string(world) + R"(}, "traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
     {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2, "ts": 50, "dur": 40}]})";
+}
+
+// A job's rank traced for `steps` steps of 100 us, each with one gloo allreduce of 40 us on the
+// library's thread; `base_ns` puts its clock on the wall (Kineto's baseTimeNanoseconds).
+std::string kineto_steps(int rank, int world, int steps, int64_t base_ns = 0, const std::string& backend = "gloo") {
+  std::string events;
+  for (int i = 0; i < steps; ++i) {
+    events += fmt::format(
+        R"({}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {}, "dur": 100}},
+    {{"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2, "ts": {}, "dur": 40,
+      "args": {{"In msg nelems": 1000, "dtype": "Float"}}}})",
+        i == 0 ? "" : ",\n    ", i + 1, 100 * i, 100 * i + 50);
+  }
+  return fmt::format(
+      R"({{"distributedInfo": {{"backend": "{}", "rank": {}, "world_size": {}}},{} "traceEvents": [
+    {}]}})",
+      backend, rank, world, base_ns ? fmt::format(R"( "baseTimeNanoseconds": {},)", base_ns) : "", events);
 }
 
 void write(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
@@ -179,6 +197,226 @@ TEST(AnalyzeCli, TheMergedTraceAlignsRanksWhoseClocksDiffer) {
   ASSERT_EQ(ends[0].size(), 3u);  // the first step dropped as warm-up
   ASSERT_EQ(ends[1].size(), 3u);
   for (std::size_t c = 0; c < 3; ++c) EXPECT_NEAR(ends[0][c], ends[1][c], 1e-6);
+}
+
+// An output that names a trace being read (or the other output) would replace it: refused, the
+// trace kept. A .gz name gets gzip.
+TEST(AnalyzeCli, AnOutputNamingATraceReadIsRefusedAndTheTraceKept) {
+  const auto dir = fresh_dir("analyze_cli_outputs_over_inputs");
+  std::filesystem::create_directories(dir / "traces");
+  write(dir / "traces/rank0.json", kineto_steps(0, 2, 4));
+  write(dir / "traces/rank1.json", kineto_steps(1, 2, 4));
+  const std::string before = ddp::testing::read_text(dir / "traces/rank0.json");
+  CommandResult r = analyze("traces --trace traces/rank0.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: --trace traces/rank0.json: that is a trace being read; name another file to write\n");
+  r = analyze("traces --report ./traces/../traces/rank1.json", dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(ddp::testing::read_text(dir / "traces/rank0.json"), before);
+  r = analyze("traces --report out.html --trace out.html", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "ddpscope: error: --report and --trace both name out.html: give each its own file\n");
+  r = analyze("traces --report ''", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "ddpscope: error: --report needs a path: --report FILE\n");
+
+  r = analyze("traces --trace merged.json.gz", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  gzFile packed = gzopen((dir / "merged.json.gz").c_str(), "rb");
+  ASSERT_NE(packed, nullptr);
+  EXPECT_EQ(gzdirect(packed), 0) << "gzip, as its name says";
+  std::string text(1 << 16, '\0');
+  text.resize(static_cast<std::size_t>(gzread(packed, text.data(), static_cast<unsigned>(text.size()))));
+  gzclose(packed);
+  // 2 x (3 names, 3 steps, 3 collectives), 2 findings (waiting on gloo, and Python between the steps' ops)
+  EXPECT_EQ(nlohmann::json::parse(text)["traceEvents"].size(), 20u);
+}
+
+// The answer is printed before any output is written: one that cannot be written takes nothing.
+TEST(AnalyzeCli, AnOutputThatCannotBeWrittenLeavesTheAnalysisPrinted) {
+  const auto dir = fresh_dir("analyze_cli_output_fails");
+  write(dir / "rank0.json", kineto_steps(0, 1, 3));
+  const CommandResult r = analyze("rank0.json --report no/such/folder/report.html", dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.substr(0, 48), "1 rank of a job of 1 on CPUs over gloo, 2 steps ");
+  EXPECT_NE(r.err.find("no/such/folder/report.html"), std::string::npos) << r.err;
+}
+
+// Invalid UTF-8 in a path (Linux allows any bytes) is replaced in the JSON, not a failure.
+TEST(AnalyzeCli, InvalidUtf8InAPathIsReplacedInTheJson) {
+  const auto dir = fresh_dir("analyze_cli_utf8");
+  write(dir / "bad\xff.json", kineto_steps(0, 1, 3));
+  const CommandResult r = analyze("--json \"$(printf 'bad\\377.json')\"", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["ranks"][0]["path"], "bad\xef\xbf\xbd.json");
+}
+
+// In a folder, what is not a trace (a run's summary.json, analyze's own merged trace) is
+// skipped and said; named alone, it is refused.
+TEST(AnalyzeCli, AFoldersFilesThatAreNoTraceAreSkippedAndSaid) {
+  const auto dir = fresh_dir("analyze_cli_skip");
+  std::filesystem::create_directories(dir / "run/traces");
+  write(dir / "run/traces/rank0.json", kineto_steps(0, 2, 4));
+  write(dir / "run/traces/RANK1.JSON.GZ", kineto_steps(1, 2, 4));  // any letter case (not gzip: read as is)
+  write(dir / "run/summary.json", R"({"schema": "ddpscope.summary/1", "wall_seconds": 1.5})");
+  ASSERT_EQ(analyze("run/traces --trace run/merged.json", dir).exit_code, 0);
+  const CommandResult r = analyze("--json run", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json a = nlohmann::json::parse(r.out);
+  EXPECT_EQ(a["ranks"].size(), 2u);
+  EXPECT_EQ(a["notes"][0],
+            "skipped: run/merged.json: ddpscope analyze's merged trace (its --trace), not a job's own: analyze the "
+            "traces it was made from");
+  EXPECT_EQ(a["notes"][1].get<std::string>().substr(0, 48), "skipped: run/summary.json: not a trace: a JSON o");
+  const CommandResult alone = analyze("run/merged.json", dir);
+  EXPECT_EQ(alone.exit_code, 3);
+}
+
+// Patterns may name folders; a file named twice (another spelling) is read once; a path that
+// begins with '-' goes after --; usage errors point at analyze's own help.
+TEST(AnalyzeCli, PatternsFoldersSpellingsAndDashes) {
+  const auto dir = fresh_dir("analyze_cli_paths");
+  std::filesystem::create_directories(dir / "job_a");
+  write(dir / "job_a/rank0.json", kineto_steps(0, 2, 4));
+  write(dir / "job_a/rank1.json", kineto_steps(1, 2, 4));
+  CommandResult r = analyze("'job_*'", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  write(dir / "-r0.json", kineto_steps(0, 1, 3));
+  r = analyze("-r0.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: -r0.json is not an option of analyze; a path that begins with '-' goes after -- "
+            "(ddpscope analyze -- -r0.json); run 'ddpscope analyze --help'\n");
+  r = analyze("-- -r0.json ./-r0.json", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 39), "1 rank of a job of 1 on CPUs over gloo,");
+  r = analyze("", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: analyze needs traces: name files, folders or patterns (ddpscope analyze traces/)\n");
+}
+
+// A subfolder that cannot be listed is named, not its parent (run as another user where this is
+// root, who may list anything).
+TEST(AnalyzeCli, AnUnreadableSubfolderIsNamed) {
+  const auto dir = fresh_dir("analyze_cli_unreadable");
+  std::filesystem::create_directories(dir / "traces/locked");
+  write(dir / "traces/rank0.json", kineto_steps(0, 1, 3));
+  std::filesystem::permissions(dir / "traces/locked", std::filesystem::perms::none);
+  const std::string as_other = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const CommandResult r = run_command(as_other + DDPSCOPE_BINARY + " analyze traces", dir);
+  std::filesystem::permissions(dir / "traces/locked", std::filesystem::perms::owner_all);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "ddpscope: error: traces/locked: cannot list it: Permission denied\n");
+}
+
+// --rank-map takes one FILE=RANK each time (the paths after it stay paths), matches the file
+// however it is spelt, and refuses an entry that names no trace read or a rank beyond the limit.
+TEST(AnalyzeCli, RankMapEntriesNameTracesRead) {
+  const auto dir = fresh_dir("analyze_cli_rank_map");
+  write(dir / "r0.json", kineto_steps(0, 2, 4));
+  write(dir / "legacy.json",
+        R"([{"name": "ProfilerStep#1", "ph": "X", "ts": 0, "dur": 5, "pid": 1, "tid": 1},
+            {"name": "ProfilerStep#2", "ph": "X", "ts": 5, "dur": 5, "pid": 1, "tid": 1}])");
+  CommandResult r = analyze("--rank-map ./legacy.json=1 r0.json legacy.json", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 21), "2 ranks of a job of 2");
+  r = analyze("--rank-map other.json=1 r0.json legacy.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "ddpscope: error: --rank-map other.json=1: other.json is not one of the traces read\n");
+  r = analyze("--rank-map legacy.json=2147483647 r0.json legacy.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  write(dir / "huge.json", kineto_steps(2000000, 2000001, 3));
+  r = analyze("huge.json", dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "ddpscope: error: huge.json is rank 2000000: ddpscope reads jobs of up to 1048576 ranks\n");
+}
+
+// Traces of two jobs, their steps days apart on the wall clock, are refused; ranks that traced
+// different numbers of steps are said, and the header says the range.
+TEST(AnalyzeCli, TracesOfJobsDaysApartAreRefusedAndUnequalStepCountsSaid) {
+  const auto dir = fresh_dir("analyze_cli_apart");
+  const int64_t day = 86400LL * 1000000000LL;
+  write(dir / "rank0.json", kineto_steps(0, 2, 8, 1790000000LL * 1000000000LL));
+  write(dir / "rank1.json", kineto_steps(1, 2, 20, 1790000000LL * 1000000000LL + 3 * day));
+  CommandResult r = analyze("rank0.json rank1.json", dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: rank0.json traced steps from 2026-09-21 14:13 UTC and rank1.json from 2026-09-24 14:13 "
+            "UTC, 72 hours apart: the traces are of different jobs\n");
+  write(dir / "rank1.json", kineto_steps(1, 2, 20, 1790000000LL * 1000000000LL));
+  r = analyze("rank0.json rank1.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 63), "2 ranks of a job of 2 on CPUs over gloo, 7 to 19 steps each (Pr");
+  EXPECT_NE(r.out.find("- the ranks traced different numbers of steps (7 to 19)"), std::string::npos) << r.out;
+}
+
+// --scaling-from: a whole job of the same training at another device count.
+TEST(AnalyzeCli, AScalingPointMustBeAnotherWholeJobOfTheSameTraining) {
+  const auto dir = fresh_dir("analyze_cli_scaling");
+  for (const char* job : {"two", "nccl", "one"}) std::filesystem::create_directories(dir / job);
+  write(dir / "two/rank0.json", kineto_steps(0, 2, 5));
+  write(dir / "two/rank1.json", kineto_steps(1, 2, 5));
+  write(dir / "nccl/rank0.json", kineto_steps(0, 2, 5, 0, "nccl"));
+  write(dir / "nccl/rank1.json", kineto_steps(1, 2, 5, 0, "nccl"));
+  write(dir / "one/rank0.json", kineto_steps(0, 1, 5));
+  CommandResult r = analyze("two --scaling-from two/rank1.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: --scaling-from two/rank1.json: two/rank1.json is among the traces analysed; give the "
+            "same training traced at another device count\n");
+  std::filesystem::copy(dir / "two/rank1.json", dir / "rank1_copy.json");
+  r = analyze("two --scaling-from rank1_copy.json", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: --scaling-from rank1_copy.json: 1 of its job's 2 ranks have traces there; a scaling "
+            "point needs every rank's trace (its step is the slowest rank's)\n");
+  r = analyze("two --scaling-from nccl", dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "ddpscope: error: --scaling-from nccl: its collectives ran over nccl, the traces analysed ran over gloo: "
+            "not the same training at another device count\n");
+  r = analyze("two --scaling-from one", dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fitted across the traced jobs at 1, 2 devices"), std::string::npos) << r.out;
+}
+
+// One rank of a 300-rank job: the what-if's traced point is 300 devices, not the one file read.
+TEST(AnalyzeCli, OneRankOfALargeJobIsPredictedAtTheJobsWorldSize) {
+  const auto dir = fresh_dir("analyze_cli_one_of_many");
+  const CommandResult r = analyze("--json '" + std::string(DDPSCOPE_SOURCE_DIR) +
+                                      "/tests/analyze/fixtures/cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz'",
+                                  dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json a = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(a["prediction"].contains("rows")) << a["prediction"].dump(2);
+  bool at_world = false;
+  for (const nlohmann::json& row : a["prediction"]["rows"]) at_world |= row["devices"] == 300;
+  EXPECT_TRUE(at_world) << a["prediction"].dump(2);
+  // One step traced: no spread, so no band, said.
+  EXPECT_TRUE(a["prediction"]["rows"][0]["band"].is_null());
+}
+
+// What a trace cannot price is said: a job of one device gets no advice about devices, a job
+// whose traces hold no collective and one whose steps have no length get no what-if.
+TEST(AnalyzeCli, NoAdviceOrPredictionTheTracesCannotSupport) {
+  const auto dir = fresh_dir("analyze_cli_unsupported");
+  write(dir / "single.json", kineto_steps(0, 1, 4));  // 40 % of each step waiting on gloo
+  CommandResult r = analyze("single.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("Communication not hidden"), std::string::npos) << r.out;
+  for (int rank : {0, 1}) {
+    write(dir / fmt::format("rank{}.json", rank),
+          fmt::format(R"({{"distributedInfo": {{"rank": {}, "world_size": 2}}, "traceEvents": [
+             {{"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100}},
+             {{"ph": "X", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100}}]}})",
+                      rank));
+  }
+  r = analyze("rank0.json rank1.json", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("No prediction for other devices: the 2 ranks' traces hold no collective"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace

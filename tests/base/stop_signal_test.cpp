@@ -144,5 +144,22 @@ TEST_F(StopSignalDeathTest, ASecondSignalRemovesTheFileBeingWrittenAndNamesTheLa
   EXPECT_FALSE(std::filesystem::exists(temp));
 }
 
+// Without a StopSignals (analyze, predict: nothing to checkpoint), a signal ends the process as
+// by default, and the temporary file being written goes with it (Ctrl-C during analyze --trace
+// left a partial .tmp behind).
+TEST_F(StopSignalDeathTest, WithoutStopSignalsASignalEndsTheProcessAndRemovesTheFileBeingWritten) {
+  const std::string temp = ::testing::TempDir() + "ddp_signal_in_progress.json.tmp";
+  EXPECT_EXIT(
+      {
+        take_stop_signals();
+        if (std::FILE* f = std::fopen(temp.c_str(), "w")) std::fclose(f);
+        set_file_in_progress(temp.c_str());
+        send(SIGINT);
+        _exit(2);
+      },
+      ::testing::KilledBySignal(SIGINT), "");
+  EXPECT_FALSE(std::filesystem::exists(temp));
+}
+
 }  // namespace
 }  // namespace ddp

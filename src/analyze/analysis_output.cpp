@@ -66,12 +66,12 @@ std::string analysis_text(const TraceAnalysis& a) {
                      "the slowest other rank ({:.1f} % of its step).\n",
                      slow.rank, kStepPartNames[index(a.straggler_part->part)], a.straggler_part->excess_ms_per_step,
                      100 * a.straggler_part->excess_ms_per_step / slow.step_ms);
-    } else if (a.slow_throughout) {
-      fmt::format_to(
-          to,
-          "No straggler named: rank {} is the one the others wait for, but it is slower throughout its step, "
-          "not in one part (see the findings).\n",
-          a.slow_throughout->rank);
+    } else if (a.slower_rank) {
+      fmt::format_to(to,
+                     "Slower rank: {}. The others wait for it; it is slower in {}, {:.3f} ms per step more than the "
+                     "slowest other rank, which the traces cannot tell from a shared or slower core.\n",
+                     a.slower_rank->rank, kStepPartNames[index(a.slower_rank->parts.front().part)],
+                     a.slower_rank->parts.front().excess_ms_per_step);
     } else {
       fmt::format_to(to, "No straggler: no rank holds the others back by more than the noise.\n");
     }
@@ -164,11 +164,11 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
     } else {
       j["straggler"] = nullptr;
     }
-    if (a.slow_throughout) {
+    if (a.slower_rank) {
       nlohmann::ordered_json parts = nlohmann::ordered_json::object();
-      for (const SlowPart& p : a.slow_throughout->parts)
+      for (const SlowPart& p : a.slower_rank->parts)
         parts[std::string(kStepPartNames[index(p.part)])] = p.excess_ms_per_step;
-      j["slower_throughout"] = {{"rank", a.slow_throughout->rank}, {"excess_ms_per_step", parts}};
+      j["slower_rank"] = {{"rank", a.slower_rank->rank}, {"excess_ms_per_step", parts}};
     }
   }
   if (a.prediction) {

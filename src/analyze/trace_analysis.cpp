@@ -130,36 +130,44 @@ std::vector<SlowPart> slower_parts(const std::vector<RankBreakdown>& ranks, std:
   return out;
 }
 
-// The straggler's excess over the slowest other rank in each part that is above its noise.
-double excess_above_noise_ms(const std::vector<RankBreakdown>& ranks, std::size_t straggler) {
-  double total = 0;
-  for (const SlowPart& p : slower_parts(ranks, straggler, 0)) total += p.excess_ms_per_step;
-  return total;
+// Parts whose excess on one rank is a cause of its own: its input, its plain Python. Slower torch
+// ops (forward, backward, the optimizer) are the core's speed as much as the rank's work.
+bool names_a_cause(StepPart part) { return part == StepPart::kData || part == StepPart::kPython; }
+
+// Whether the straggler's slowest part is slower, relative to the slowest other rank's, by
+// kOneCauseFactor times the rest of its step (collective waits aside), or the rest is no slower.
+bool slower_beyond_the_rest(const std::vector<RankBreakdown>& ranks, std::size_t straggler, const SlowPart& slow) {
+  const auto p = static_cast<std::size_t>(slow.part);
+  double mine = 0, others = 0, part_of_others = 0;
+  for (std::size_t q = 0; q < kStepPartCount; ++q) {
+    double slowest_other = 0;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      if (r != straggler) slowest_other = std::max(slowest_other, ranks[r].part_ms[q]);
+    }
+    if (q == p) part_of_others = slowest_other;
+    if (q == p || static_cast<StepPart>(q) == StepPart::kCommWait) continue;
+    mine += ranks[straggler].part_ms[q];
+    others += slowest_other;
+  }
+  const double rest = others > 0 ? mine / others - 1 : 0;
+  if (rest <= 0 || part_of_others <= 0) return true;
+  return slow.excess_ms_per_step / part_of_others >= kOneCauseFactor * rest;
 }
 
-// Why the straggler is late, from the part of its step that is slower: the doctor's finding's cause.
-StragglerCause cause_of(const SlowPart& slow, int rank) {
+// Why the straggler is late, from the part of its step that is slower (names_a_cause): the
+// doctor's finding's cause.
+StragglerCause cause_of(const SlowPart& slow) {
   const std::string ms = fmt::format("{:.3f} ms per step more than the slowest other rank", slow.excess_ms_per_step);
-  switch (slow.part) {
-    case StepPart::kData:
-      return {fmt::format("It waits for its input: its data part took {}.", ms),
-              "Give that rank's loader more workers (DataLoader num_workers, persistent_workers) or faster storage, "
-              "and check its shard of the data (larger or slower to read than the others')."};
-    case StepPart::kPython:
-      return {fmt::format("It runs plain Python that no torch op covers, {} (a per-step probe, logging, a sleep or "
-                          "a wait inside the step).",
-                          ms),
-              "Find what that rank alone does in its step (a rank-zero-only print, save or metric, a probe) and "
-              "take it out of the step, or do it every N steps."};
-    default:
-      return {fmt::format("Its own {} took {}, in torch ops: more work on that rank (an uneven batch or sequence "
-                          "length), or a slower core.",
-                          kStepPartNames[index(slow.part)], ms),
-              fmt::format("Check that rank {}'s batches are the size of the others' and its core's speed (clock, "
-                          "thermal throttling; repeat the run to see whether the same rank is slow).",
-                          rank),
-              false};
+  if (slow.part == StepPart::kData) {
+    return {fmt::format("It waits for its input: its data part took {}.", ms),
+            "Give that rank's loader more workers (DataLoader num_workers, persistent_workers) or faster storage, "
+            "and check its shard of the data (larger or slower to read than the others')."};
   }
+  return {fmt::format("It runs plain Python that no torch op covers, {} (a per-step probe, logging, a sleep or a "
+                      "wait inside the step).",
+                      ms),
+          "Find what that rank alone does in its step (a rank-zero-only print, save or metric, a probe) and take it "
+          "out of the step, or do it every N steps."};
 }
 
 // A part whose mean share of the step, over the ranks, is above its threshold. `less_ms` per
@@ -228,8 +236,8 @@ JobSyncs job_syncs(const TraceAnalysis& a) {
 }
 
 // The others' wait for a rank slower throughout its step: a finding, without naming a cause.
-void slow_throughout_finding(const TraceAnalysis& a, std::vector<Finding>& out) {
-  const SlowThroughout& slow = *a.slow_throughout;
+void slower_rank_finding(const TraceAnalysis& a, std::vector<Finding>& out) {
+  const SlowerRank& slow = *a.slower_rank;
   const Straggler& s = *a.collectives->straggler;
   const double wait_ms = 1e3 * s.cost_seconds_per_step / static_cast<double>(a.ranks.size() - 1);
   double step = 0;
@@ -240,18 +248,18 @@ void slow_throughout_finding(const TraceAnalysis& a, std::vector<Finding>& out) 
   }
   Finding f;
   f.title = fmt::format(
-      "Rank {} is slower throughout its step and the others wait {:.2f} ms per step for it ({:.0f} % of the "
-      "step): a shared or slower core, which the traces cannot tell from a slow rank",
-      slow.rank, wait_ms, 100 * wait_ms / step);
+      "Rank {} holds the others back: they wait {:.2f} ms per step for it ({:.0f} % of the step); it is slower in "
+      "{}, which the traces cannot tell from a shared or slower core",
+      slow.rank, wait_ms, 100 * wait_ms / step, kStepPartNames[index(slow.parts.front().part)]);
   f.detail = fmt::format(
-      "It arrived last at {:.0f} % of the collectives, and its step is slower in several parts, none holding most "
-      "of it ({} per step over the slowest other rank). One cause in the code sits in one part; this is what "
-      "other processes on its core, or a slower core, do, and a trace records no scheduler statistics to tell.",
+      "It arrived last at {:.0f} % of the collectives, slower than the slowest other rank by {} per step. Other "
+      "processes on its core, a slower core and more work on that rank (an uneven batch) all look so in a trace, "
+      "which records no scheduler statistics.",
       100 * s.last_share, fmt::join(parts, ", "));
   f.fix =
       "Trace again on a quiet machine with one core per rank (taskset, mpirun --bind-to core, OMP_NUM_THREADS): a "
-      "rank that is slow again on another core is slow itself. ddpscope doctor's own runs measure each rank's wait "
-      "for its core.";
+      "rank that is slow again on another core is slow itself; then check its batches against the others'. "
+      "ddpscope doctor's own runs measure each rank's wait for its core.";
   f.share_of_wall = step > 0 ? wait_ms / step : 0;
   f.cost_seconds = f.share_of_wall * a.record.wall_seconds;
   f.evidence = {a.record.label};
@@ -264,10 +272,9 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
   bool numbered_from_zero = true;
   for (std::size_t i = 0; i < a.ranks.size(); ++i) numbered_from_zero &= a.ranks[i].rank == static_cast<int>(i);
   if (numbered_from_zero && a.straggler_part) {
-    const int rank = a.ranks[static_cast<std::size_t>(a.collectives->straggler->rank)].rank;
-    straggler_findings({{&a.record}, {}, {}, {}}, out, cause_of(*a.straggler_part, rank));
+    straggler_findings({{&a.record}, {}, {}, {}}, out, cause_of(*a.straggler_part));
   }
-  if (a.slow_throughout) slow_throughout_finding(a, out);
+  if (a.slower_rank) slower_rank_finding(a, out);
   part_finding(a, StepPart::kPython, kPythonMinShare, "Plain Python inside the step, outside any framework op",
                "Move per-step work that is not training out of the step (a GPU utilization probe such as "
                "pynvml's init/query/shutdown, printing, metric bookkeeping), or do it every N steps.",
@@ -343,8 +350,8 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
   // The arrival rule indexes ranks in the order of the traces: position i is a.ranks[i]. A
   // straggler is named only where some part of its step is slower than the others' by more
   // than that part's noise and than the doctor's floor share of the step (ranks sharing cores
-  // wait for each other at random, and a balanced job's ranks differ by a few per cent), and
-  // where that part holds most of its excess: slower throughout is a core, not a cause.
+  // wait for each other at random, and a balanced job's ranks differ by a few per cent); its
+  // cause only where that part names one and is slower beyond the rest of its step.
   if (const std::optional<int> i = arrival_straggler_rank({{&a.record}, {}, {}, {}})) {
     const auto at = static_cast<std::size_t>(*i);
     const RankBreakdown& rank = a.ranks[at];
@@ -356,10 +363,10 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
           "than twice the standard error of the difference over the steps and {:.0f} % of its step ({:.3f} ms): "
           "no straggler",
           rank.rank, 100 * kStragglerMinShare, floor));
-    } else if (slower.front().excess_ms_per_step >= kOnePartMinShare * excess_above_noise_ms(a.ranks, at)) {
+    } else if (names_a_cause(slower.front().part) && slower_beyond_the_rest(a.ranks, at, slower.front())) {
       a.straggler_part = slower.front();
     } else {
-      a.slow_throughout = SlowThroughout{rank.rank, slower_parts(a.ranks, at, 0)};
+      a.slower_rank = SlowerRank{rank.rank, slower};
     }
   }
   a.findings = findings_of(a);

@@ -51,6 +51,7 @@ struct Forecast {
   std::vector<DevicesRow> devices_list;
   std::optional<PredictionBand> band;  // none when doctor.json has no measured prediction rows
   double busy_share = 0;               // of the cores, the most other processes took during a doctor's run
+  double shared_cores_share = 0;       // of a machine's ranks, the most that had no core of their own
 };
 
 // A model fitted without a multi-device run has no price for communication: it predicts one
@@ -226,7 +227,9 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
     f.band = prediction_band(measured, f.config);
     // Runs on a busy machine priced the work too dear, by up to the share the others took.
     f.busy_share = busiest_share_of_cores(runs);
-    f.band->relative += f.busy_share;
+    // Ranks sharing a machine's cores computed slower than the model prices a rank.
+    f.shared_cores_share = most_ranks_without_a_core(runs);
+    f.band->relative += f.busy_share + f.shared_cores_share;
   }
   if (f.config.devices > 1) {
     f.batches = batch_sweep(model, f.config, f.config.devices);
@@ -300,6 +303,12 @@ void print_text(const Forecast& f) {
           "Other processes took up to {:.0f} % of the machine's cores during the doctor's runs: the band "
           "widens by as much\n",
           100 * f.busy_share);
+    }
+    if (f.shared_cores_share > 0) {
+      fmt::print(
+          "Ranks outnumbered a machine's cores in the doctor's runs ({:.0f} % of its ranks without a core of their "
+          "own): the band widens by as much\n",
+          100 * f.shared_cores_share);
     }
   } else {
     fmt::print("Band: unknown ({} has no measured prediction rows to state the model's error)\n", f.from);
@@ -388,6 +397,7 @@ void print_json(const Forecast& f) {
                  {"fit_error", f.band->fit_error},
                  {"distance_efolds", f.band->distance},
                  {"busy_share_of_cores", f.busy_share},
+                 {"ranks_without_a_core_share", f.shared_cores_share},
                  {"outside", f.band->outside}};
   } else {
     j["band"] = nullptr;

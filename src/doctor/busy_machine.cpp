@@ -38,4 +38,33 @@ double busiest_share_of_cores(const std::vector<RunRecord>& runs) {
   return busiest;
 }
 
+double ranks_without_a_core_share(const RunSummary& s) {
+  double share = 0;
+  for (const HostLoad& h : s.host_load) {
+    if (h.cores > 0 && h.ranks > h.cores) share = std::max(share, static_cast<double>(h.ranks - h.cores) / h.ranks);
+  }
+  return share;
+}
+
+std::optional<std::string> shared_cores_note(const RunRecord& run) {
+  if (!run.ok) return std::nullopt;
+  for (const HostLoad& h : run.summary.host_load) {
+    if (h.cores <= 0 || h.ranks <= h.cores) continue;
+    return fmt::format(
+        "{}: its {} ranks on {} shared {} cores, so each computed slower than on a core of its own: its times are "
+        "slower than a machine with a core per rank gives, and predictions from them less sure (predict widens its "
+        "band by the share of ranks without a core, {:.0f} %)",
+        run.label, h.ranks, h.host, h.cores, 100 * ranks_without_a_core_share(run.summary));
+  }
+  return std::nullopt;
+}
+
+double most_ranks_without_a_core(const std::vector<RunRecord>& runs) {
+  double most = 0;
+  for (const RunRecord& run : runs) {
+    if (run.ok) most = std::max(most, ranks_without_a_core_share(run.summary));
+  }
+  return most;
+}
+
 }  // namespace ddp

@@ -26,4 +26,16 @@ std::optional<std::string> busy_note(const RunRecord& run);
 // doctor_runs.h); 0 when none measured it.
 double busiest_share_of_cores(const std::vector<RunRecord>& runs);
 
+// Ranks that outnumber their machine's cores share them: each computes slower than on a core of
+// its own, by a factor the model does not price (measured: the doctor across 3 namespace hosts
+// of a 2-core machine predicted 3 devices 25-30 % under the run). The largest share of a
+// machine's ranks without a core of their own, (ranks - cores) / ranks; 0 where they fit.
+double ranks_without_a_core_share(const RunSummary& summary);
+
+// A note for a run whose ranks outnumbered a machine's cores; nullopt otherwise.
+std::optional<std::string> shared_cores_note(const RunRecord& run);
+
+// The largest ranks_without_a_core_share over a doctor's runs: predict widens its band by it.
+double most_ranks_without_a_core(const std::vector<RunRecord>& runs);
+
 }  // namespace ddp

@@ -243,10 +243,12 @@ void add_bands(DoctorResult& result) {
     }
   }
   if (measured.empty()) return;
+  // Runs on a busy machine, or with more ranks than a machine's cores, priced the work too dear.
   double busy = 0;
   for (const RunRecord& r : result.runs) busy = std::max(busy, others_share_of_cores(r.summary).value_or(0.0));
+  const double shared = most_ranks_without_a_core(result.runs);
   for (PredictionRow& p : result.predictions) {
-    if (!p.measured_wall_seconds) p.band = prediction_band(measured, p.workload).relative + busy;
+    if (!p.measured_wall_seconds) p.band = prediction_band(measured, p.workload).relative + busy + shared;
   }
 }
 
@@ -295,6 +297,7 @@ DoctorResult diagnose(const DoctorRequest& request, std::FILE* out) {
   }
   for (const RunRecord& r : result.runs) {
     if (const std::optional<std::string> note = busy_note(r)) result.notes.push_back(*note);
+    if (const std::optional<std::string> note = shared_cores_note(r)) result.notes.push_back(*note);
   }
   result.size_speedups = size_speedups(result.ablations, result.runs);
   const WorkloadConfig workload = workload_for(request.config, request.devices.back());

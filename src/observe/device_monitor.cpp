@@ -20,6 +20,11 @@ double seconds_between(std::chrono::steady_clock::time_point from, std::chrono::
 
 // CPU time over wall time, shared out over the pinned cores: 100 % when the process keeps
 // all of them busy. Clamped because threads outside the mask (or rounding) can exceed it.
+// The cores one device is: its compute threads, at most the cores the process may run on.
+std::size_t device_cores(const MonitorOptions& options, std::size_t affinity) {
+  return options.device_cores > 0 ? std::min(affinity, static_cast<std::size_t>(options.device_cores)) : affinity;
+}
+
 double process_percent(double cpu_seconds, double wall_seconds, std::size_t cores) {
   if (!(wall_seconds > 0) || cores == 0) return -1;
   return std::clamp(100.0 * cpu_seconds / (wall_seconds * static_cast<double>(cores)), 0.0, 100.0);
@@ -126,7 +131,8 @@ void DeviceMonitor::run() {
       }
       base_jiffies = jiffies;
       const double cpu = process_cpu_seconds();
-      process_cpu = process_percent(cpu - base_cpu, seconds_between(base_time, now), cores.size());
+      process_cpu =
+          process_percent(cpu - base_cpu, seconds_between(base_time, now), device_cores(options_, cores.size()));
       base_cpu = cpu;
       base_time = now;
     }
@@ -191,7 +197,8 @@ DeviceSample PerStepProbe::probe_once() {
   if (moved) {
     if (process_seconds && base_process_seconds_) {
       sample.process_cpu_percent =
-          process_percent(*process_seconds - *base_process_seconds_, seconds_between(base_time_, now), cores_.size());
+          process_percent(*process_seconds - *base_process_seconds_, seconds_between(base_time_, now),
+                          device_cores(options_, cores_.size()));
     }
     base_jiffies_ = jiffies;
     base_process_seconds_ = process_seconds;

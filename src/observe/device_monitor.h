@@ -5,8 +5,9 @@
 // - PerStepProbe is the seed's habit, kept to measure its cost: inside every training step
 //   it opens everything, reads every device and closes it again, synchronously.
 // Both keep their readings in a SampleRing, for traces, summaries and reports.
-// On CPU ranks a device is the rank's pinned core(s): their busy share from /proc/stat,
-// and the process's own CPU time. On GPU ranks NVML adds the GPU's utilization and memory.
+// On CPU ranks a device is the rank's compute cores (MonitorOptions::device_cores): the busy
+// share of the cores it may run on from /proc/stat, and the process's own CPU time against its
+// device's cores. On GPU ranks NVML adds the GPU's utilization and memory.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -24,6 +25,11 @@ namespace ddp {
 
 struct MonitorOptions {
   int interval_ms = 100;  // 0: off
+  // The cores one CPU device is: the rank's compute threads (--threads-per-device), at most the
+  // cores it may run on. Its utilization is the process's CPU time against these, so that one
+  // rank training flat out reads near 100 % whether or not it is pinned to them (0: every core it
+  // may run on).
+  int device_cores = 0;
   bool gpu = false;       // also read NVML
   int device_index = 0;   // the GPU this rank drives, in NVML's numbering
   std::string nvml_library = kNvmlLibrary;

@@ -2,6 +2,7 @@
 // sample everywhere it reports utilization; the per-step probe's readings are kept too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -98,6 +99,34 @@ TEST(Utilization, ThePerStepProbesReadingsReachTheSummaryThinned) {
   const std::vector<double> logged = csv_column(read_text(run / "metrics.csv"), "device_0_utilization");
   EXPECT_FALSE(logged.empty());
   expect_percents(logged, "metrics.csv device_0_utilization");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+
+// A device is one core (--threads-per-device 1): one rank training flat out reads near 100 %
+// whether or not it is pinned (it read 48-50 %, its share of the two cores it may run on), and a
+// rank that waits for its loader reads its busy share: what its phases say it computed.
+TEST(Utilization, OneBusyDeviceReadsFullAndAWaitingOneItsBusyShare) {
+  for (const int delay_us : {0, 2500}) {
+    const auto dir = fresh_dir("utilization_device_" + std::to_string(delay_us));
+    const auto r = run_command("DDPSCOPE_LOADER_DELAY_US=" + std::to_string(delay_us) + " " + kBinary +
+                                   " train --max-epochs 10 --check-val-every-n-epoch 100 --progress-bar off",
+                               dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto summary = nlohmann::json::parse(read_text(dir / "ddpscope_logs/version_0/summary.json"));
+    std::vector<double> readings;
+    for (const auto& point : summary["utilization_per_rank"][0]) readings.push_back(point[1].get<double>());
+    const double busy = 100 * (1 - summary["phases"]["data"].get<double>() / summary["wall_seconds"].get<double>());
+    if (delay_us == 0) {
+      EXPECT_GT(median(readings), 85) << summary["utilization_per_rank"].dump();
+    } else {
+      EXPECT_LT(busy, 80) << "the loader's delay makes the rank wait";
+      EXPECT_NEAR(median(readings), busy, 15) << summary["utilization_per_rank"].dump();
+    }
+  }
 }
 
 TEST(Utilization, MonitorOffMeasuresNothing) {

@@ -73,5 +73,50 @@ TEST(BusyMachine, PredictWidensItsBandByTheShareOthersTook) {
   EXPECT_EQ(quiet.out.find("Other processes took"), std::string::npos) << quiet.out;
 }
 
+// Three ranks on a machine of two cores (the local cluster's three namespace hosts on this
+// machine): said, and predict's band widens by the share of ranks without a core.
+TEST(BusyMachine, RanksOutnumberingAMachinesCoresAreSaidAndWidenPredictsBand) {
+  RunRecord run = run_with_others(0);
+  run.devices = 3;
+  run.summary.host_load[0].ranks = 3;
+  const std::optional<std::string> note = shared_cores_note(run);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(*note,
+            "devices=2: its 3 ranks on node1 shared 2 cores, so each computed slower than on a core of its own: its "
+            "times are slower than a machine with a core per rank gives, and predictions from them less sure "
+            "(predict widens its band by the share of ranks without a core, 33 %)");
+  run.summary.host_load[0].ranks = 2;
+  EXPECT_FALSE(shared_cores_note(run).has_value());
+  EXPECT_EQ(ranks_without_a_core_share(run.summary), 0);
+
+  ModelParameters m;
+  m.flops_per_second = 1e10;
+  m.alpha_seconds = 1e-5;
+  m.beta_bytes_per_second = 1e9;
+  run.summary.host_load[0].ranks = 3;
+  const nlohmann::json doctor = {
+      {"config", {{"devices", 3}, {"batch_size", 256}, {"hidden_size", 256}, {"hidden_layers", 3}}},
+      {"runs", {{{"label", "devices=3"}, {"devices", 3}, {"ok", true}, {"summary", to_json(run.summary)}}}},
+      {"predictions",
+       {{{"label", "devices=3"},
+         {"devices", 3},
+         {"batch_size", 256},
+         {"hidden_size", 256},
+         {"hidden_layers", 3},
+         {"measured_wall_seconds", 2.0},
+         {"error", 0.0}}}},
+      {"model", to_json(m)}};
+  const auto dir = ddp::testing::fresh_dir("shared_cores_predict");
+  std::ofstream(dir / "doctor.json") << doctor.dump();
+  const auto r =
+      ddp::testing::run_command(std::string(DDPSCOPE_BINARY) + " predict --from doctor.json --devices 3", dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" ± 38 % (1 device:"), std::string::npos) << r.out;  // 5 % + 33 %
+  EXPECT_NE(r.out.find("Ranks outnumbered a machine's cores in the doctor's runs (33 % of its ranks without a core "
+                       "of their own): the band widens by as much\n"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace ddp

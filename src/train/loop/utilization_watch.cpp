@@ -12,6 +12,7 @@ UtilizationWatch::UtilizationWatch(const TrainerOptions& options, bool on_gpu, c
   if (options.monitor_interval_ms == 0) return;
   MonitorOptions monitor_options;
   monitor_options.interval_ms = options.monitor_interval_ms;
+  monitor_options.device_cores = options.threads_per_device;
   monitor_options.gpu = on_gpu;
   if (on_gpu && !gpu_pci_bus_id.empty()) {
     // The rank's GPU in NVML's numbering; where NVML cannot say, the monitor reports why.

@@ -156,6 +156,7 @@ void gather_host_load(Communicator& comm, const std::optional<HostLoadSnapshot>&
     load.interrupt_core_seconds = std::max(load.interrupt_core_seconds, wire[3]);
     load.ranks_cpu_seconds += wire[1];
     load.cores = static_cast<int>(wire[2]);
+    ++load.ranks;
   }
 }
 

@@ -268,7 +268,7 @@ OptionTexts options_from_json(const Json& config) {
 }
 
 bool operator==(const HostLoad& a, const HostLoad& b) {
-  return a.host == b.host && a.cores == b.cores && a.busy_core_seconds == b.busy_core_seconds &&
+  return a.host == b.host && a.cores == b.cores && a.ranks == b.ranks && a.busy_core_seconds == b.busy_core_seconds &&
          a.ranks_cpu_seconds == b.ranks_cpu_seconds && a.interrupt_core_seconds == b.interrupt_core_seconds;
 }
 
@@ -346,6 +346,7 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
     for (const HostLoad& h : s.host_load) {
       j["host_load"].push_back({{"host", h.host},
                                 {"cores", h.cores},
+                                {"ranks", h.ranks},
                                 {"busy_core_seconds", h.busy_core_seconds},
                                 {"ranks_cpu_seconds", h.ranks_cpu_seconds},
                                 {"interrupt_core_seconds", h.interrupt_core_seconds},
@@ -444,6 +445,7 @@ void from_json(const Json& j, RunSummary& s) {
       const std::string in = where + " host_load";
       s.host_load.push_back({.host = read<std::string>(host, "host", in),
                              .cores = read<int>(host, "cores", in),
+                             .ranks = host.contains("ranks") ? read<int>(host, "ranks", in) : 0,
                              .busy_core_seconds = read<double>(host, "busy_core_seconds", in),
                              .ranks_cpu_seconds = read<double>(host, "ranks_cpu_seconds", in),
                              // absent from summaries written before interrupts were kept apart

@@ -47,6 +47,7 @@ inline constexpr std::size_t kArrivalChartPoints = 200;
 struct HostLoad {
   std::string host;
   int cores = 0;
+  int ranks = 0;                      // the job's ranks that ran on it (0: from a summary before it)
   double busy_core_seconds = 0;       // every core's busy time from training's start to its end
   double ranks_cpu_seconds = 0;       // the ranks' own processes on it, every thread
   double interrupt_core_seconds = 0;  // of busy, the kernel's irq and softirq work (the job's network)

@@ -32,24 +32,10 @@ namespace {
 // --devices 1,2,3: increasing, distinct, each from 1 to what can run here.
 std::vector<int> parse_device_list(const std::string& text) {
   const int limit = std::max(8, 4 * static_cast<int>(std::thread::hardware_concurrency()));
-  const std::string accepted = fmt::format(
-      "an increasing comma list of distinct device counts from 1 to {} (4 per core here), e.g. 1,2,3", limit);
-  std::vector<int> devices;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    int64_t value = 0;
-    try {
-      value = parse_int("devices", item, 1, limit);
-    } catch (const UsageError&) {
-      reject_value("devices", text, accepted);
-    }
-    if (!devices.empty() && value <= devices.back()) reject_value("devices", text, accepted);
-    devices.push_back(static_cast<int>(value));
-    start = comma + 1;
-  }
-  return devices;
+  return parse_count_list(
+      "devices", text, limit,
+      fmt::format("an increasing comma list of distinct device counts from 1 to {} (4 per core here), e.g. 1,2,3",
+                  limit));
 }
 
 // Whether this doctor's runs train on a GPU: --accelerator cuda (or auto where a GPU trains

@@ -21,6 +21,7 @@
 #include "doctor/scaling_model.h"
 #include "run_options.h"
 #include "train/config/options.h"
+#include "train/config/parse_value.h"
 #include "train/config/run_config.h"
 #include "train/records/run_summary.h"
 
@@ -30,10 +31,14 @@ namespace {
 struct PredictOptions {
   std::string from;
   std::string interconnect = "measured";
+  std::string devices_list_text;  // --devices-list as given
   std::vector<int> devices_list;
   bool json = false;
   RunOptions run;  // every option of train: the configuration to predict
 };
+
+// The device counts the model may be asked for: a count far beyond any machine's is a typo.
+constexpr int kMostPredictedDevices = 65536;
 
 // One row of --devices-list: the prediction and, with more than one device, its break-evens.
 struct DevicesRow {
@@ -162,9 +167,6 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   const Config asked = resolve_config(given_options(command, o.run), o.run.preset, o.run.config_file);
   validate_config(asked);
   if (o.interconnect != "measured") find_interconnect(o.interconnect);  // UsageError naming the presets
-  for (int n : o.devices_list) {
-    if (n < 1) throw UsageError(fmt::format("--devices-list: '{}' is not accepted; expected integers >= 1", n));
-  }
 
   const nlohmann::json doctor = read_doctor_json(o.from);
   if (!doctor.is_object()) throw DataError(fmt::format("{} is not a JSON object", o.from));
@@ -430,10 +432,15 @@ void add_predict_command(CLI::App& app) {
   for (const Interconnect& link : interconnect_presets()) presets += "|" + link.name;
   predict->add_option("--interconnect", o.interconnect, "the link for the gradient allreduce: " + presets)
       ->default_str("measured");
-  predict->add_option("--devices-list", o.devices_list, "also tabulate these device counts, e.g. 1,2,3,8,64")
-      ->delimiter(',');
+  predict->add_option("--devices-list", o.devices_list_text, "also tabulate these device counts, e.g. 1,2,3,8,64");
   predict->add_flag("--json", o.json, "print the prediction as one JSON object");
   predict->callback([options, predict] {
+    if (predict->get_option("--devices-list")->count() > 0) {
+      options->devices_list = parse_count_list(
+          "devices-list", options->devices_list_text, kMostPredictedDevices,
+          fmt::format("an increasing comma list of distinct device counts from 1 to {}, e.g. 1,2,3,8,64",
+                      kMostPredictedDevices));
+    }
     const Forecast f = forecast(*predict, *options);
     if (options->json)
       print_json(f);

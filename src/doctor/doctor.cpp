@@ -203,7 +203,10 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
                                           const std::vector<int>& measured_devices) {
   std::vector<PredictionRow> rows;
   const ModelParameters& model = *result.model;
+  const bool many_measured = multi_device_measured(result);
   for (const RunRecord& r : result.runs) {
+    // A run that failed is a prediction only where the model can price its devices.
+    if (!r.ok && r.devices > 1 && !many_measured) continue;
     WorkloadConfig w = workload;
     w.devices = r.devices;
     rows.push_back(prediction_row(model, w, &r, ""));
@@ -217,7 +220,7 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
     rows.back().modelled = w != baseline;
   }
   // Without a multi-device run the model has no price for communication: no other device count.
-  if (!multi_device_measured(result)) return rows;
+  if (!many_measured) return rows;
   // The measured link only where an allreduce was measured (not on one device, not on one GPU).
   const bool link_measured = model.beta_bytes_per_second > 0;
   for (const int devices : {3, 8, 64}) {

@@ -19,7 +19,7 @@ void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
                "devices", "wall s", "samples/s", "speedup", "efficiency", "steps");
   for (const RunRecord& r : runs) {
     if (!r.ok) {
-      std::fprintf(out, "%-8d failed: %s\n", r.devices, r.error.c_str());
+      std::fprintf(out, "%-8d %9s  (why: below the table)\n", r.devices, "failed");
       continue;
     }
     const RunSummary& s = r.summary;
@@ -42,6 +42,10 @@ void print_compare_table(std::FILE* out, const std::vector<RunRecord>& runs) {
                  per(Phase::kBackward, micro_batches).c_str(), per(Phase::kCommWait, micro_batches).c_str(),
                  per(Phase::kData, micro_batches).c_str(),
                  per(Phase::kValidation, std::max<double>(1, static_cast<double>(s.epochs))).c_str());
+  }
+  // A failure's message is as long as it is: under the table, not in a row of it.
+  for (const RunRecord& r : runs) {
+    if (!r.ok) std::fprintf(out, "%s failed: %s\n", r.label.c_str(), r.error.c_str());
   }
   const bool devices_differ = std::any_of(
       runs.begin(), runs.end(), [&](const RunRecord& r) { return r.ok && r.devices != runs.front().devices; });
@@ -87,6 +91,10 @@ void print_model(std::FILE* out, const ModelParameters& model, const std::vector
                  p.modelled ? "" : ": a change the model does not see");
   }
   // Rows without a measurement: other device counts and links, and measured runs that failed.
+  if (std::all_of(predictions.begin(), predictions.end(),
+                  [](const PredictionRow& p) { return p.measured_wall_seconds.has_value(); })) {
+    return;
+  }
   std::fprintf(out,
                "Predicted for other device counts and links (speedup over 1 device; the band: the model's error "
                "on the nearest of these runs, at least %.0f %%, plus %.0f %% per e-fold from them and what other "

@@ -38,10 +38,11 @@ int64_t next_version(const fs::path& parent) {
   return next;
 }
 
-// Creates dir itself (not its parents); false when it exists already.
+// Creates dir itself (not its parents); false when it exists already, as a folder or a file.
 bool create_exclusively(const fs::path& dir) {
   std::error_code ec;
   const bool created = fs::create_directory(dir, ec);
+  if (ec == std::errc::file_exists) return false;
   if (ec) throw UsageError(fmt::format("--default-root-dir: cannot create '{}': {}", dir.string(), ec.message()));
   return created;
 }

@@ -182,10 +182,13 @@ TEST(Doctor, AFailedRunIsReportedTheReportIsStillWrittenAndTheExitCodeSaysSo) {
   EXPECT_FALSE(doc["runs"][1]["ok"].get<bool>());
   EXPECT_NE(doc["runs"][1]["error"].get<std::string>().find("mpirun"), std::string::npos) << doc["runs"][1].dump();
   EXPECT_TRUE(std::filesystem::exists(dir / "ddpscope_logs/version_0/report.html"));
-  EXPECT_NE(r.out.find("failed"), std::string::npos) << r.out;
+  // The failed run's row keeps the table's shape; its message follows the table.
+  EXPECT_NE(r.out.find("\n2           failed  (why: below the table)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ndevices=2 failed: "), std::string::npos) << r.out;
   // No multi-device run: the model prices no communication, so it predicts no other device
-  // count, says so, and predict refuses one.
-  for (const auto& row : doc["predictions"]) EXPECT_FALSE(row["label"].is_null()) << row.dump();
+  // count (not even the one that failed), says so, and predict refuses one.
+  for (const auto& row : doc["predictions"]) EXPECT_EQ(row["devices"], 1) << row.dump();
+  EXPECT_EQ(r.out.find("Predicted for other device counts"), std::string::npos) << r.out;
   const std::string notes = doc["notes"].dump();
   EXPECT_NE(notes.find("No multi-device run succeeded"), std::string::npos) << notes;
   const auto predicted = run_command(kBinary + " predict --from ddpscope_logs/version_0/compare.json --devices 2", dir);

@@ -314,7 +314,14 @@ TEST(PredictCommand, BadOptionsExitWithTwo) {
       {"--from " + path + " --interconnect token-ring",
        "--interconnect: 'token-ring' is not accepted; expected measured, shared-memory, nvlink, pcie, infiniband, "
        "10gbe"},
-      {"--from " + path + " --devices-list 1,0,3", "--devices-list: '0' is not accepted"},
+      {"--from " + path + " --devices-list 1,0,3", "--devices-list: '1,0,3' is not accepted"},
+      // An empty item, a count beyond any machine, a repeat, nothing: each refused, naming what is accepted.
+      {"--from " + path + " --devices-list 1,,2",
+       "--devices-list: '1,,2' is not accepted; expected an increasing comma list of distinct device counts from 1 to "
+       "65536, e.g. 1,2,3,8,64"},
+      {"--from " + path + " --devices-list 99999999", "--devices-list: '99999999' is not accepted"},
+      {"--from " + path + " --devices-list 2,2", "--devices-list: '2,2' is not accepted"},
+      {"--from " + path + " --devices-list ''", "--devices-list: '' is not accepted"},
       {"--from " + path + " --no-such-option", "no-such-option"},
       {"--from " + path + " --lr -1", "--lr: '-1' is not accepted; expected a number > 0"},
       {"--from " + path + " --preset fast", "--preset: 'fast' is not accepted; expected seed"},

@@ -53,5 +53,22 @@ TEST(RunDir, ANamedVersionThatExistsIsRefusedOrReplacedWithOverwrite) {
   EXPECT_FALSE(std::filesystem::exists(dir / "old.csv"));
 }
 
+// A file where a version's folder would go is that version taken, as a folder is: named, it is
+// refused as existing (it blamed --default-root-dir); unnamed, the next number is used.
+TEST(RunDir, AFileNamedAsAVersionIsThatVersionTaken) {
+  const auto root = testing::fresh_dir("run_dir_file");
+  std::filesystem::create_directories(root / "logs");
+  std::ofstream(root / "logs" / "version_0") << "not a folder";
+  try {
+    make_run_dir(root.string(), "logs", "0");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--version: '" + (root / "logs" / "version_0").string() +
+                                         "' exists already; choose another, omit --version for the next free one, "
+                                         "or pass --overwrite");
+  }
+  EXPECT_EQ(make_run_dir(root.string(), "logs", ""), root / "logs" / "version_1");
+}
+
 }  // namespace
 }  // namespace ddp

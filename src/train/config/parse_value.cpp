@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -31,6 +32,25 @@ int64_t parse_int(std::string_view option, const std::string& value, int64_t min
     reject_value(option, value, accepted);
   }
   return parsed;
+}
+
+std::vector<int> parse_count_list(std::string_view option, const std::string& value, int most,
+                                  std::string_view accepted) {
+  std::vector<int> counts;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const std::size_t comma = std::min(value.find(',', start), value.size());
+    int64_t count = 0;
+    try {
+      count = parse_int(option, value.substr(start, comma - start), 1, most);
+    } catch (const UsageError&) {
+      reject_value(option, value, accepted);
+    }
+    if (!counts.empty() && count <= counts.back()) reject_value(option, value, accepted);
+    counts.push_back(static_cast<int>(count));
+    start = comma + 1;
+  }
+  return counts;
 }
 
 double parse_real(std::string_view option, const std::string& value) {

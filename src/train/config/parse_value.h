@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ddp {
 
@@ -15,6 +16,10 @@ int64_t parse_int(std::string_view option, const std::string& value, int64_t min
 int64_t parse_int(std::string_view option, const std::string& value, int64_t min, int64_t max,
                   std::string_view accepted);
 double parse_real(std::string_view option, const std::string& value);
+// A comma list of increasing, distinct counts from 1 to `most` ("1,2,3"): --devices, --devices-list.
+// `accepted` says it in words for the message.
+std::vector<int> parse_count_list(std::string_view option, const std::string& value, int most,
+                                  std::string_view accepted);
 bool parse_bool(std::string_view option, const std::string& value);
 // value must be one of choices.
 std::string parse_choice(std::string_view option, const std::string& value,

@@ -632,9 +632,11 @@ std::string step_predictions_section(const std::vector<PredictionView>& predicti
       "<table id=\"predictions\"><thead><tr><th class=\"num\">devices</th><th>link</th>"
       "<th class=\"num\">predicted step</th><th class=\"num\">measured step</th></tr></thead><tbody>";
   for (const PredictionView& p : predictions) {
+    // One traced step has no spread: its band is unknown, and said so.
+    const std::string band = std::isfinite(p.band) ? fmt::format(" ± {:.0f} %", 100 * p.band) : " ± ? (band unknown)";
     out += fmt::format(
-        "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{} ± {:.0f} %</td><td class=\"num\">{}</td></tr>",
-        format_count(p.devices), esc(p.interconnect), seconds_text(p.predicted_wall_seconds), 100 * p.band,
+        "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}{}</td><td class=\"num\">{}</td></tr>",
+        format_count(p.devices), esc(p.interconnect), seconds_text(p.predicted_wall_seconds), band,
         seconds_text(p.measured_wall_seconds));
   }
   if (predictions.empty()) out += "<tr><td colspan=\"4\" class=\"muted\">No predictions.</td></tr>";

@@ -51,7 +51,7 @@ int run_train(const CLI::App& command, const RunOptions& run, bool overwrite) {
   // The seed's timer starts before the Trainer; a rank that ddpscope launched under mpirun
   // counts from the launch, so the time includes starting the job.
   const auto start = job_start_time();
-  const Hparams hparams = resolved_options(config);
+  const OptionTexts hparams = resolved_options(config);
   Trainer trainer(config.trainer, join_world(config.trainer, hparams), hparams);
   trainer.fit(model, data);
   if (trainer.is_global_zero() && !trainer.nothing_left_to_train()) {

@@ -20,6 +20,7 @@
 #include "doctor/prediction_band.h"
 #include "doctor/scaling_model.h"
 #include "run_options.h"
+#include "train/config/option_json.h"
 #include "train/config/options.h"
 #include "train/config/parse_value.h"
 #include "train/config/run_config.h"
@@ -183,7 +184,7 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   WorkloadConfig own;
   try {
     model = model_from_json(*model_block);
-    recorded = typed_config(options_from_json(nlohmann::ordered_json(*config_block)), "\"config\"");
+    recorded = config_from_json(nlohmann::ordered_json(*config_block), "\"config\"");
     own = workload_for(recorded, devices_of(recorded, runs));
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", o.from, e.what()));

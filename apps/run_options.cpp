@@ -39,8 +39,8 @@ void add_run_options(CLI::App& command, RunOptions& run, const std::vector<std::
   }
 }
 
-std::vector<std::pair<std::string, std::string>> given_options(const CLI::App& command, const RunOptions& run) {
-  std::vector<std::pair<std::string, std::string>> out;
+OptionTexts given_options(const CLI::App& command, const RunOptions& run) {
+  OptionTexts out;
   std::map<const CLI::Option*, std::size_t> seen;
   for (CLI::Option* option : command.parse_order()) {
     const auto name = run.names.find(option);

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "ddpscope/config.h"
+
 namespace ddp {
 
 struct RunOptions {
@@ -22,6 +24,6 @@ struct RunOptions {
 void add_run_options(CLI::App& command, RunOptions& run, const std::vector<std::string>& skip = {});
 
 // (name, value) in the order the user typed them, so the last one given wins.
-std::vector<std::pair<std::string, std::string>> given_options(const CLI::App& command, const RunOptions& run);
+OptionTexts given_options(const CLI::App& command, const RunOptions& run);
 
 }  // namespace ddp

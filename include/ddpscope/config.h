@@ -69,8 +69,9 @@ struct TrainerOptions {
   std::string init_from;
 };
 
-// The resolved options as (name, text) in the option table's order: what hparams.yaml and
-// summary.json record and what ranks compare before they train together.
-using Hparams = std::vector<std::pair<std::string, std::string>>;
+// Options as (snake_case name, text as typed), e.g. {"batch_size", "256"}: the resolved options in
+// the option table's order are what hparams.yaml, summary.json and checkpoints record and what
+// ranks compare before they train together (Lightning's hparams).
+using OptionTexts = std::vector<std::pair<std::string, std::string>>;
 
 }  // namespace ddp

@@ -21,7 +21,7 @@ class Trainer {
   // The wall clock of the run starts here, as the seed's timer starts before the Trainer (a
   // rank that ddpscope launched counts from the launch). hparams: the resolved options to
   // record in hparams.yaml, summary.json and the checkpoints.
-  Trainer(TrainerOptions options, World world, Hparams hparams = {});
+  Trainer(TrainerOptions options, World world, OptionTexts hparams = {});
   ~Trainer();
 
   void fit(LightningModule& module, LightningDataModule& data);

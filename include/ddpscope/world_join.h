@@ -39,6 +39,6 @@ class World {
   std::unique_ptr<Communicator> owned_;
 };
 
-World join_world(const TrainerOptions& options, const Hparams& hparams = {});
+World join_world(const TrainerOptions& options, const OptionTexts& hparams = {});
 
 }  // namespace ddp

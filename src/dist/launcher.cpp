@@ -301,7 +301,7 @@ void check_world(Communicator& comm, int devices_requested, int num_nodes) {
   }
 }
 
-void check_same_config(Communicator& comm, const ResolvedOptions& options) {
+void check_same_config(Communicator& comm, const OptionTexts& options) {
   // Every rank's options at every rank: a few kilobytes, once per job.
   std::string text;
   for (const auto& [name, value] : options) text += name + '\0' + value + '\0';

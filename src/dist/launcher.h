@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddpscope/config.h"
 #include "dist/communicator.h"
 
 namespace ddp {
@@ -43,11 +44,8 @@ std::chrono::steady_clock::time_point job_start_time();
 // Throws UsageError (on every rank alike) when the world differs from what was asked.
 void check_world(Communicator& comm, int devices_requested, int num_nodes);
 
-// Every option as its name and value, e.g. {"batch_size", "256"}.
-using ResolvedOptions = std::vector<std::pair<std::string, std::string>>;
-
 // Collective. Throws UsageError (on every rank alike) naming the ranks whose options differ
 // from rank 0's, and the first option in which the first of them differs.
-void check_same_config(Communicator& comm, const ResolvedOptions& options);
+void check_same_config(Communicator& comm, const OptionTexts& options);
 
 }  // namespace ddp

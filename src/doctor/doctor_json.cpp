@@ -3,6 +3,7 @@
 
 #include "doctor/doctor_result.h"
 #include "doctor/run_noise.h"
+#include "train/config/option_json.h"
 #include "train/config/options.h"
 #include "train/records/run_summary.h"
 
@@ -125,7 +126,7 @@ nlohmann::ordered_json to_json(const DoctorResult& result) {
   nlohmann::ordered_json doc;
   doc["schema"] = result.ablations_run ? "ddpscope.doctor/1" : "ddpscope.compare/1";
   doc["version"] = DDPSCOPE_VERSION;
-  doc["config"] = config_json(resolved_options(result.config));
+  doc["config"] = config_json(result.config);
   doc["notes"] = result.notes;
   nlohmann::ordered_json commands = nlohmann::ordered_json::array({result.command});
   for (const RunRecord& r : result.runs) commands.push_back(r.command);

@@ -57,11 +57,7 @@ std::vector<RunRecord> runs_of_doctor_json(const nlohmann::json& doctor) {
       } catch (const Error&) {
         run.summary = RunSummary{};  // partly read: a summary this version cannot read is no measurement
       }
-      try {
-        run.config = run.summary.typed_config();
-      } catch (const Error&) {
-        // Options this version does not know: the run's other measurements still count.
-      }
+      if (run.summary.config) run.config = *run.summary.config;
     }
     runs.push_back(std::move(run));
   }

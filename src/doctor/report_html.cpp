@@ -90,7 +90,7 @@ std::string verdict_html(const ReportView& view) {
 
 // A grid of key/value cells rather than a table: it reflows from three columns on a screen
 // to two or one on paper or a phone without wrapping the option names.
-std::string config_table(const std::vector<std::pair<std::string, std::string>>& config) {
+std::string config_table(const OptionTexts& config) {
   if (config.empty()) return "<p class=\"muted\">No configuration recorded.</p>";
   std::string out = "<dl class=\"config\">";
   for (const auto& [key, value] : config) out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", esc(key), esc(value));
@@ -634,10 +634,10 @@ std::string step_predictions_section(const std::vector<PredictionView>& predicti
   for (const PredictionView& p : predictions) {
     // One traced step has no spread: its band is unknown, and said so.
     const std::string band = std::isfinite(p.band) ? fmt::format(" ± {:.0f} %", 100 * p.band) : " ± ? (band unknown)";
-    out += fmt::format(
-        "<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}{}</td><td class=\"num\">{}</td></tr>",
-        format_count(p.devices), esc(p.interconnect), seconds_text(p.predicted_wall_seconds), band,
-        seconds_text(p.measured_wall_seconds));
+    out +=
+        fmt::format("<tr><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}{}</td><td class=\"num\">{}</td></tr>",
+                    format_count(p.devices), esc(p.interconnect), seconds_text(p.predicted_wall_seconds), band,
+                    seconds_text(p.measured_wall_seconds));
   }
   if (predictions.empty()) out += "<tr><td colspan=\"4\" class=\"muted\">No predictions.</td></tr>";
   return out + "</tbody></table></section>";

@@ -222,8 +222,8 @@ std::optional<HeadlineSpeedup> headline_of(const std::vector<ReportRun>& runs) {
   return HeadlineSpeedup{largest->devices, largest->speedup};
 }
 
-std::vector<std::pair<std::string, std::string>> config_of(const Json& config) {
-  std::vector<std::pair<std::string, std::string>> out;
+OptionTexts config_of(const Json& config) {
+  OptionTexts out;
   if (!config.is_object()) return out;
   for (const auto& [key, value] : config.items()) out.emplace_back(key, value_text(value));
   return out;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddpscope/config.h"
 #include "observe/phase.h"
 
 namespace ddp {
@@ -125,8 +126,8 @@ struct ReportView {
   std::string version;  // the ddpscope that wrote the document
   bool seed_preset = false;
   std::optional<HeadlineSpeedup> headline;
-  std::vector<std::string> notes;                           // the doctor's, after one of our own when fewer devices ran
-  std::vector<std::pair<std::string, std::string>> config;  // option, value as typed; the document's order
+  std::vector<std::string> notes;  // the doctor's, after one of our own when fewer devices ran
+  OptionTexts config;              // option, value as typed; the document's order
   std::vector<ReportRun> runs;
   ReportPoints measured_speedups;                     // (devices, speedup) of the runs, by devices
   std::vector<SpeedupCurve> predicted_speedups;       // in the order the predictions name them

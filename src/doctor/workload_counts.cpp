@@ -129,7 +129,8 @@ bool is_workload_key(std::string_view key) {
 }
 
 WorkloadConfig workload_from_summary(const RunSummary& summary) {
-  WorkloadConfig w = workload_for(summary.typed_config(), summary.world_size);
+  if (!summary.config) throw DataError("summary.json has no \"config\": its run's workload is unknown");
+  WorkloadConfig w = workload_for(*summary.config, summary.world_size);
   w.epochs = summary.epochs;
   w.on_gpu = summary.accelerator == Accelerator::kCuda;
   return w;

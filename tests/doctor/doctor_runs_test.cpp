@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "train/config/option_json.h"
+
 #include "doctor/doctor_result.h"
 #include "train/records/run_summary.h"
 
@@ -22,7 +24,7 @@ RunRecord measured(int devices, double wall) {
   r.wall_seconds = wall;
   r.summary.world_size = devices;
   r.summary.wall_seconds = wall / 50;
-  r.summary.options = {{"batch_size", "512"}, {"max_epochs", "4"}};
+  r.summary.config = typed_config({{"batch_size", "512"}, {"max_epochs", "4"}}, "the test's options");
   r.summary.host_load = {{.host = "node1", .cores = 2, .busy_core_seconds = 3.0, .ranks_cpu_seconds = 2.5}};
   return r;
 }

@@ -20,6 +20,7 @@ RunRecord gpu_run() {
   run.label = "devices=1";
   run.devices = 1;
   run.ok = true;
+  run.summary.config = Config{};  // the defaults: the seed's
   run.wall_seconds = 0.5 + 4000 * 60e-6;
   run.epochs_run = run.epochs_full = 200;
   run.summary.world_size = 1;

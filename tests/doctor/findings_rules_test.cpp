@@ -32,6 +32,7 @@ RunRecord synthetic_run(int devices, double wall, const PhaseMap& phases, int64_
   run.label = "devices=" + std::to_string(devices);
   run.devices = devices;
   run.ok = true;
+  run.summary.config = Config{};  // the defaults: the seed's
   run.wall_seconds = wall;
   run.epochs_run = run.epochs_full = 200;
   PhaseSeconds rank{};

@@ -21,7 +21,8 @@ RunRecord late_rank_one(double wait_ms) {
   run.label = "devices=2";
   run.devices = 2;
   run.ok = true;
-  run.wall_seconds = 20.0;  // extrapolated to twice the measured epochs
+  run.summary.config = Config{};  // the defaults: the seed's
+  run.wall_seconds = 20.0;        // extrapolated to twice the measured epochs
   run.summary.world_size = 2;
   run.summary.wall_seconds = 10.0;
   PhaseSeconds phases{};
@@ -178,6 +179,7 @@ TEST(FindingsStraggler, OneRankHasNoStraggler) {
   run.label = "devices=1";
   run.devices = 1;
   run.ok = true;
+  run.summary.config = Config{};
   run.wall_seconds = run.summary.wall_seconds = 10.0;
   run.summary.phases_per_rank = {PhaseSeconds{}};
   EXPECT_FALSE(arrival_straggler_rank(FindingInputs{.device_runs = {&run}}));

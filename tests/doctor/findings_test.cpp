@@ -15,6 +15,7 @@ RunRecord run_with(int devices, double wall, double forward, double backward, co
   run.label = "devices=" + std::to_string(devices);
   run.devices = devices;
   run.ok = true;
+  run.summary.config = Config{};  // the defaults: the seed's
   run.wall_seconds = wall;
   PhaseSeconds phases{};
   phases[static_cast<std::size_t>(Phase::kForward)] = forward;

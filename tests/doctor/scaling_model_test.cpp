@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "train/config/option_json.h"
+
 #include <cmath>
 #include <string>
 
@@ -60,22 +62,23 @@ RunSummary synthetic_summary(const ModelParameters& model, const WorkloadConfig&
   const Prediction p = predict(model, c);
   const auto text = [](auto value) { return fmt::format("{}", value); };
   RunSummary s;
-  s.options = {{"input_dim", text(c.input_dim)},
-               {"hidden_size", text(c.hidden_size)},
-               {"hidden_layers", text(c.hidden_layers)},
-               {"output_dim", text(c.output_dim)},
-               {"dataset_size", text(c.dataset_size)},
-               {"batch_size", text(c.batch_size)},
-               {"max_epochs", text(c.epochs)},
-               {"accumulate_grad_batches", text(c.accumulate_grad_batches)},
-               {"check_val_every_n_epoch", text(c.check_val_every_n_epoch)},
-               {"limit_train_batches", "1.0"},
-               {"log_every_n_steps", text(c.log_every_n_steps)},
-               {"devices", text(c.devices)},
-               {"bucket_cap_mb", text(c.bucket_cap_mb)},
-               {"sync_every_micro_batch", text(c.sync_every_micro_batch)},
-               {"monitor_mode", c.monitor_per_step ? "per-step" : "background"},
-               {"no_cuda_graph", text(!c.cuda_graph)}};
+  s.config = typed_config({{"input_dim", text(c.input_dim)},
+                           {"hidden_size", text(c.hidden_size)},
+                           {"hidden_layers", text(c.hidden_layers)},
+                           {"output_dim", text(c.output_dim)},
+                           {"dataset_size", text(c.dataset_size)},
+                           {"batch_size", text(c.batch_size)},
+                           {"max_epochs", text(c.epochs)},
+                           {"accumulate_grad_batches", text(c.accumulate_grad_batches)},
+                           {"check_val_every_n_epoch", text(c.check_val_every_n_epoch)},
+                           {"limit_train_batches", "1.0"},
+                           {"log_every_n_steps", text(c.log_every_n_steps)},
+                           {"devices", text(c.devices)},
+                           {"bucket_cap_mb", text(c.bucket_cap_mb)},
+                           {"sync_every_micro_batch", text(c.sync_every_micro_batch)},
+                           {"monitor_mode", c.monitor_per_step ? "per-step" : "background"},
+                           {"no_cuda_graph", text(!c.cuda_graph)}},
+                          "summary.json config");
   s.accelerator = c.on_gpu ? Accelerator::kCuda : Accelerator::kCpu;
   s.world_size = c.devices;
   s.epochs = c.epochs;
@@ -391,9 +394,9 @@ TEST(ScalingModel, FitRejectsRunsItCannotCount) {
   RunSummary bad_phase = summary;
   bad_phase.phases_per_rank[0][static_cast<std::size_t>(Phase::kForward)] = std::nan("");
   EXPECT_THROW(fit_model({bad_phase}, AllreduceFit{}), DataError);
-  RunSummary bad_option = summary;
-  bad_option.options[5].second = "big";  // batch_size
-  EXPECT_THROW(fit_model({bad_option}, AllreduceFit{}), DataError);
+  RunSummary no_config = summary;
+  no_config.config.reset();  // its workload unknown
+  EXPECT_THROW(fit_model({no_config}, AllreduceFit{}), DataError);
   EXPECT_THROW(fit_model({}, AllreduceFit{}), DataError);
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "train/config/option_json.h"
+
 #include <numeric>
 
 #include "ddpscope/config.h"
@@ -133,21 +135,22 @@ TEST(WorkloadCounts, ReadsASummary) {
   RunSummary summary;
   summary.world_size = 3;
   summary.epochs = 4;
-  summary.options = {{"input_dim", "10"},
-                     {"hidden_size", "128"},
-                     {"hidden_layers", "2"},
-                     {"output_dim", "1"},
-                     {"dataset_size", "1000"},
-                     {"batch_size", "64"},
-                     {"max_epochs", "200"},
-                     {"accumulate_grad_batches", "3"},
-                     {"check_val_every_n_epoch", "1"},
-                     {"limit_train_batches", "1.0"},
-                     {"log_every_n_steps", "50"},
-                     {"devices", "auto"},
-                     {"bucket_cap_mb", "25"},
-                     {"sync_every_micro_batch", "false"},
-                     {"monitor_mode", "per-step"}};
+  const OptionTexts options = {{"input_dim", "10"},
+                               {"hidden_size", "128"},
+                               {"hidden_layers", "2"},
+                               {"output_dim", "1"},
+                               {"dataset_size", "1000"},
+                               {"batch_size", "64"},
+                               {"max_epochs", "200"},
+                               {"accumulate_grad_batches", "3"},
+                               {"check_val_every_n_epoch", "1"},
+                               {"limit_train_batches", "1.0"},
+                               {"log_every_n_steps", "50"},
+                               {"devices", "auto"},
+                               {"bucket_cap_mb", "25"},
+                               {"sync_every_micro_batch", "false"},
+                               {"monitor_mode", "per-step"}};
+  summary.config = typed_config(options, "summary.json config");
   const WorkloadConfig w = workload_from_summary(summary);
   EXPECT_EQ(w.devices, 3);
   EXPECT_EQ(w.epochs, 4);  // what completed, not max_epochs
@@ -160,18 +163,24 @@ TEST(WorkloadCounts, ReadsASummary) {
 
   RunSummary gpu = summary;
   gpu.accelerator = Accelerator::kCuda;
-  gpu.options.emplace_back("accelerator", "auto");  // what was asked; the summary says what ran
-  gpu.options.emplace_back("no_cuda_graph", "true");
+  OptionTexts on_gpu = options;
+  on_gpu.emplace_back("accelerator", "auto");  // what was asked; the summary says what ran
+  on_gpu.emplace_back("no_cuda_graph", "true");
+  gpu.config = typed_config(on_gpu, "summary.json config");
   const WorkloadConfig g = workload_from_summary(gpu);
   EXPECT_TRUE(g.on_gpu);
   EXPECT_FALSE(g.cuda_graph);
 
-  RunSummary bad = summary;
-  bad.options[5].second = "big";  // batch_size
-  EXPECT_THROW(workload_from_summary(bad), DataError);
-  bad = summary;
-  bad.options.emplace_back("no_such_option", "1");
-  EXPECT_THROW(workload_from_summary(bad), DataError);
+  // A value or an option this version cannot read is refused where the file is read, naming it.
+  OptionTexts bad = options;
+  bad[5].second = "big";  // batch_size
+  EXPECT_THROW(typed_config(bad, "summary.json config"), DataError);
+  bad = options;
+  bad.emplace_back("no_such_option", "1");
+  EXPECT_THROW(typed_config(bad, "summary.json config"), DataError);
+  RunSummary unknown = summary;
+  unknown.config.reset();  // a library user's Trainer, given no options
+  EXPECT_THROW(workload_from_summary(unknown), DataError);
 }
 
 // The seed's configuration with --limit-train-batches given as typed.

@@ -78,8 +78,8 @@ def check(path):
         expect(metadata[key].lstrip("-").isdigit(), f"metadata {key!r} is {metadata[key]!r}, not an integer")
         position[key] = int(metadata[key])
     config = json.loads(metadata["config"])
-    expect(isinstance(config, dict) and all(isinstance(v, str) for v in config.values()),
-           "config is not a JSON object of strings")
+    expect(isinstance(config, dict) and all(isinstance(v, (str, int, float, bool)) for v in config.values()),
+           "config is not a JSON object of option values")
 
     # The layers chain: layers.l.weight is (out, in) with in = the previous layer's out.
     widths, params, l = [], [], 0

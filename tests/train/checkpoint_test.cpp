@@ -24,7 +24,7 @@ using testing::read_text;
 const fs::path kChecker = fs::path(__FILE__).parent_path() / "check_checkpoint.py";
 
 const MlpShape kShape{.input_dim = 3, .hidden_size = 5, .hidden_layers = 2, .output_dim = 2};
-const std::vector<std::pair<std::string, std::string>> kOptions{{"input_dim", "3"}, {"lr", "0.01"}};
+const OptionTexts kOptions{{"input_dim", "3"}, {"lr", "0.01"}};
 
 fs::path test_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -105,7 +105,7 @@ TEST(Checkpoint, WritesTheDocumentedNamesShapesAndMetadata) {
 
   EXPECT_EQ(file.metadata.at("format"), "ddpscope.checkpoint/1");
   EXPECT_EQ(file.metadata.at("ddpscope_version"), DDPSCOPE_VERSION);
-  EXPECT_EQ(file.metadata.at("config"), R"({"input_dim":"3","lr":"0.01"})");
+  EXPECT_EQ(file.metadata.at("config"), R"({"input_dim":3,"lr":0.01})");  // as summary.json writes options
   EXPECT_EQ(file.metadata.at("optimizer"), "adam");
   EXPECT_EQ(file.metadata.at("epoch"), "7");
   EXPECT_EQ(file.metadata.at("next_batch"), "3");
@@ -153,7 +153,7 @@ TEST(Checkpoint, AnIndependentReaderFindsTheDocumentedLayoutAndOurValues) {
                                              {"global_step", 123456789012},
                                              {"world_size", 3},
                                              {"seed", 18446744073709551615ull}}));
-  EXPECT_EQ(got["config"], nlohmann::json({{"input_dim", "3"}, {"lr", "0.01"}}));
+  EXPECT_EQ(got["config"], nlohmann::json({{"input_dim", 3}, {"lr", 0.01}}));
   // F32 values printed as doubles come back exactly; params() is in PyTorch's order.
   const std::vector<double> params = got["params"].get<std::vector<double>>();
   ASSERT_EQ(params.size(), run.model.num_params());
@@ -442,9 +442,9 @@ TEST(Checkpoint, LoadParametersTakesACheckpointAndFinalParameters) {
   }
   const SafetensorsFile final_file = read_safetensors(dir / "final.safetensors");
   EXPECT_EQ(final_file.tensors.size(), 6u);
-  EXPECT_EQ(final_file.metadata, (std::map<std::string, std::string>{{"format", "pt"},
-                                                                     {"ddpscope_version", DDPSCOPE_VERSION},
-                                                                     {"config", R"({"input_dim":"3","lr":"0.01"})"}}));
+  EXPECT_EQ(final_file.metadata,
+            (std::map<std::string, std::string>{
+                {"format", "pt"}, {"ddpscope_version", DDPSCOPE_VERSION}, {"config", R"({"input_dim":3,"lr":0.01})"}}));
 }
 
 TEST(Checkpoint, LoadParametersRefusesAMalformedFileAsData) {

@@ -77,7 +77,7 @@ bool has_second_document(const std::string& text) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::string& path) {
+OptionTexts read_yaml_options(const std::string& path) {
   std::error_code ignored;
   if (std::filesystem::is_directory(path, ignored)) {
     throw UsageError(fmt::format("--config: '{}' is a folder; expected a YAML file", path));
@@ -104,7 +104,7 @@ std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::st
     throw UsageError(
         fmt::format("--config {}: line {}, column {}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
-  std::vector<std::pair<std::string, std::string>> options;
+  OptionTexts options;
   if (root.IsNull()) return options;  // an empty file sets nothing
   if (!root.IsMap()) {
     throw UsageError(
@@ -132,10 +132,9 @@ std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::st
   return options;
 }
 
-Config resolve_config(const std::vector<std::pair<std::string, std::string>>& command_line, const std::string& preset,
-                      const std::string& config_file) {
+Config resolve_config(const OptionTexts& command_line, const std::string& preset, const std::string& config_file) {
   Config config;
-  std::vector<std::pair<std::string, std::string>> from_file;
+  OptionTexts from_file;
   if (!config_file.empty()) from_file = read_yaml_options(config_file);
   std::string chosen_preset = preset;
   for (const auto& [key, value] : from_file) {

@@ -397,8 +397,8 @@ void apply_preset(Config& config, std::string_view preset) {
   reject_value("preset", std::string(preset), "seed");
 }
 
-std::vector<std::pair<std::string, std::string>> resolved_options(const Config& config) {
-  std::vector<std::pair<std::string, std::string>> out;
+OptionTexts resolved_options(const Config& config) {
+  OptionTexts out;
   for (const OptionSpec& spec : option_specs()) {
     std::string key = spec.name;
     std::replace(key.begin(), key.end(), '-', '_');

@@ -31,17 +31,16 @@ void apply_option(Config& config, std::string_view name, const std::string& valu
 void apply_preset(Config& config, std::string_view preset);
 
 // Option (name, value) pairs of a YAML mapping (values as text; lists joined by commas).
-std::vector<std::pair<std::string, std::string>> read_yaml_options(const std::string& path);
+OptionTexts read_yaml_options(const std::string& path);
 
 // Defaults, then the preset (given on the command line or in the file), then the YAML
 // file, then the command line's own options: later sources override earlier ones.
-Config resolve_config(const std::vector<std::pair<std::string, std::string>>& command_line, const std::string& preset,
-                      const std::string& config_file);
+Config resolve_config(const OptionTexts& command_line, const std::string& preset, const std::string& config_file);
 
 // Checks across options, and refuses what this build cannot do yet. Throws UsageError.
 void validate_config(const Config& config);
 
 // The resolved options as (snake_case name, text) in table order: hparams.yaml, summary.
-std::vector<std::pair<std::string, std::string>> resolved_options(const Config& config);
+OptionTexts resolved_options(const Config& config);
 
 }  // namespace ddp

@@ -14,11 +14,10 @@
 #include "base/check.h"
 #include "base/excerpt.h"
 #include "ddpscope/error.h"
+#include "train/config/option_json.h"
 
 namespace ddp {
 namespace {
-
-using Options = std::vector<std::pair<std::string, std::string>>;
 
 constexpr std::string_view kOptimizerPrefix = "optimizer.";
 constexpr const char* kStepTensor = "optimizer.step";
@@ -60,12 +59,6 @@ std::vector<LayerTensor> layer_tensors(const Mlp& model) {
 
 std::string state_tensor_name(std::string_view state, const std::string& layer_tensor) {
   return fmt::format("{}{}.{}", kOptimizerPrefix, state, layer_tensor);
-}
-
-std::string config_json(const Options& options) {
-  nlohmann::ordered_json config = nlohmann::ordered_json::object();
-  for (const auto& [name, value] : options) config[name] = value;
-  return config.dump();
 }
 
 std::string model_text(const MlpShape& shape) {
@@ -225,7 +218,8 @@ bool is_optimizer_tensor(std::string_view name) { return name.starts_with(kOptim
 }  // namespace
 
 void save_checkpoint(const std::filesystem::path& file, const Mlp& model, Optimizer& optimizer,
-                     OptimizerKind optimizer_kind, const TrainingPosition& position, const Options& config_options) {
+                     OptimizerKind optimizer_kind, const TrainingPosition& position,
+                     const OptionTexts& config_options) {
   const std::vector<LayerTensor> layers = layer_tensors(model);
   const std::vector<std::pair<std::string, std::span<float>>> state = optimizer.state();
   const std::vector<int64_t> step{optimizer.steps()};
@@ -244,7 +238,7 @@ void save_checkpoint(const std::filesystem::path& file, const Mlp& model, Optimi
   const std::map<std::string, std::string> metadata{
       {"format", kCheckpointFormat},
       {"ddpscope_version", DDPSCOPE_VERSION},
-      {"config", config_json(config_options)},
+      {"config", config_json(config_options).dump()},
       {"optimizer", std::string(optimizer_name(optimizer_kind))},
       {"epoch", std::to_string(position.epoch)},
       {"next_batch", std::to_string(position.next_batch)},
@@ -359,12 +353,13 @@ void load_parameters(const std::filesystem::path& file, Mlp& model) {
   copy_in(slots, found);
 }
 
-void save_parameters(const std::filesystem::path& file, const Mlp& model, const Options& config_options) {
+void save_parameters(const std::filesystem::path& file, const Mlp& model, const OptionTexts& config_options) {
   std::vector<TensorView> views;
   for (const LayerTensor& t : layer_tensors(model))
     views.emplace_back(t.name, t.shape, model.params().subspan(t.offset, t.count));
   write_safetensors(
-      file, views, {{"format", "pt"}, {"ddpscope_version", DDPSCOPE_VERSION}, {"config", config_json(config_options)}});
+      file, views,
+      {{"format", "pt"}, {"ddpscope_version", DDPSCOPE_VERSION}, {"config", config_json(config_options).dump()}});
 }
 
 }  // namespace ddp

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddpscope/config.h"
 #include "ddpscope/mlp.h"
 #include "ddpscope/optimizer.h"
 #include "io/safetensors.h"
@@ -53,8 +54,7 @@ struct LoadedCheckpoint {
 // Writes atomically (temp file beside `file`, fsync, rename, fsync the folder); the folder
 // must exist. `optimizer_kind` is the configured one: restore_checkpoint compares it.
 void save_checkpoint(const std::filesystem::path& file, const Mlp& model, Optimizer& optimizer,
-                     OptimizerKind optimizer_kind, const TrainingPosition& position,
-                     const std::vector<std::pair<std::string, std::string>>& config_options);
+                     OptimizerKind optimizer_kind, const TrainingPosition& position, const OptionTexts& config_options);
 
 // Reads and checks that the file is a ddpscope checkpoint. DataError (exit 3) naming the
 // file and the reason for a malformed safetensors file, a missing or foreign "format", or a
@@ -77,7 +77,6 @@ void restore_checkpoint(const LoadedCheckpoint& checkpoint, Mlp& model, Optimize
 void load_parameters(const std::filesystem::path& file, Mlp& model);
 
 // final.safetensors: the parameters only, with the metadata described above. Atomic.
-void save_parameters(const std::filesystem::path& file, const Mlp& model,
-                     const std::vector<std::pair<std::string, std::string>>& config_options);
+void save_parameters(const std::filesystem::path& file, const Mlp& model, const OptionTexts& config_options);
 
 }  // namespace ddp

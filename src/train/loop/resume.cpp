@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "dist/root_outcome.h"
+#include "train/config/option_json.h"
 #include "train/loop/checkpoint.h"
 
 namespace ddp {
@@ -18,18 +20,22 @@ namespace {
 
 // A position inside an epoch counts micro-batches of that epoch's order: it means the same
 // samples only with the options that make the order and cut it into batches.
-void check_same_epoch_cut(const LoadedCheckpoint& checkpoint, const Hparams& now) {
+void check_same_epoch_cut(const LoadedCheckpoint& checkpoint, const OptionTexts& now) {
   const auto& at = checkpoint.position;
   const auto config = checkpoint.metadata.find("config");
   if (config == checkpoint.metadata.end()) return;
-  const nlohmann::json then = nlohmann::json::parse(config->second, nullptr, /*allow_exceptions=*/false);
-  if (!then.is_object()) return;
+  const nlohmann::ordered_json written =
+      nlohmann::ordered_json::parse(config->second, nullptr, /*allow_exceptions=*/false);
+  if (!written.is_object()) return;
+  std::map<std::string, std::string> then;
+  for (auto& [name, text] : options_from_json(written)) then[name] = std::move(text);
   std::vector<std::string> changed, restore;
   for (const auto& [name, value] : now) {
     static const std::set<std::string> kCut = {
         "data", "dataset_size", "batch_size", "shuffle", "seed", "accumulate_grad_batches", "limit_train_batches"};
-    if (kCut.count(name) == 0 || !then.contains(name) || !then[name].is_string()) continue;
-    const std::string was = then[name].get<std::string>();
+    const auto it = then.find(name);
+    if (kCut.count(name) == 0 || it == then.end()) continue;
+    const std::string& was = it->second;
     if (was == value) continue;
     std::string option = name;
     std::replace(option.begin(), option.end(), '_', '-');
@@ -46,7 +52,7 @@ void check_same_epoch_cut(const LoadedCheckpoint& checkpoint, const Hparams& now
 
 }  // namespace
 
-LoopPosition restore_start(const TrainerOptions& options, const Hparams& hparams, Communicator& comm, Mlp& network,
+LoopPosition restore_start(const TrainerOptions& options, const OptionTexts& hparams, Communicator& comm, Mlp& network,
                            Optimizer& optimizer, OptimizerKind kind) {
   if (!options.init_from.empty()) {
     run_on_root_fail_everywhere(comm, 0, [&] { load_parameters(options.init_from, network); });

@@ -22,7 +22,7 @@ struct LoopPosition {
 // number of ranks resumes at the start of that epoch (the shards differ), said on stderr;
 // one written inside an epoch with other data, batch size, seed or accumulation (which order
 // and cut that epoch differently; `hparams`, this run's, against the checkpoint's) is refused.
-LoopPosition restore_start(const TrainerOptions& options, const Hparams& hparams, Communicator& comm, Mlp& network,
+LoopPosition restore_start(const TrainerOptions& options, const OptionTexts& hparams, Communicator& comm, Mlp& network,
                            Optimizer& optimizer, OptimizerKind kind);
 
 // The resumed checkpoint is already at --max-epochs or --max-steps.

@@ -309,7 +309,7 @@ Metrics Trainer::Run::global_mean(const Metrics& local) {
   return out;
 }
 
-Trainer::Trainer(TrainerOptions options, World world, Hparams hparams)
+Trainer::Trainer(TrainerOptions options, World world, OptionTexts hparams)
     : run_(std::make_unique<Run>(std::move(options), std::move(world), std::move(hparams))) {}
 
 Trainer::~Trainer() = default;

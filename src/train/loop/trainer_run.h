@@ -35,7 +35,7 @@ GradReducerOptions reducer_options(const TrainerOptions& options);
 
 class Trainer::Run {
  public:
-  Run(TrainerOptions options, World world, Hparams hparams)
+  Run(TrainerOptions options, World world, OptionTexts hparams)
       : options_(std::move(options)),
         world_(std::move(world)),
         comm_(world_.comm()),

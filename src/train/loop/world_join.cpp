@@ -33,8 +33,8 @@ std::vector<std::string> own_command_line() {
 
 // The resolved options, and the Trainer's own where a library user's hparams lack them:
 // ranks started with different options must not train.
-ResolvedOptions options_to_compare(const Hparams& hparams, const TrainerOptions& t) {
-  ResolvedOptions out = hparams;
+OptionTexts options_to_compare(const OptionTexts& hparams, const TrainerOptions& t) {
+  OptionTexts out = hparams;
   out.insert(out.end(), {{"trainer.max_epochs", std::to_string(t.max_epochs)},
                          {"trainer.max_steps", std::to_string(t.max_steps)},
                          {"trainer.accumulate_grad_batches", std::to_string(t.accumulate_grad_batches)},
@@ -62,7 +62,7 @@ std::optional<int> run_ranks_if_launcher(const TrainerOptions& options, bool ver
                                {options.devices, options.threads_per_device, verbose});
 }
 
-World join_world(const TrainerOptions& options, const Hparams& hparams) {
+World join_world(const TrainerOptions& options, const OptionTexts& hparams) {
   if (!launched_by_mpi() || options.strategy == Strategy::kSingle) {
     // One process on one machine: a run that recorded more nodes would misreport itself.
     if (options.num_nodes > 1) {

@@ -17,11 +17,12 @@
 #include "log/tensorboard_logger.h"
 #include "observe/gemm_peak.h"
 #include "observe/profiler_table.h"
+#include "train/config/option_json.h"
 
 namespace ddp {
 namespace {
 
-std::string hparams_yaml(const Hparams& hparams) {
+std::string hparams_yaml(const OptionTexts& hparams) {
   if (hparams.empty()) return "{}\n";
   YAML::Emitter out;
   out << YAML::BeginMap;
@@ -32,7 +33,7 @@ std::string hparams_yaml(const Hparams& hparams) {
 
 }  // namespace
 
-RunOutputs::RunOutputs(const TrainerOptions& options, Hparams hparams, Communicator& comm)
+RunOutputs::RunOutputs(const TrainerOptions& options, OptionTexts hparams, Communicator& comm)
     : options_(options), hparams_(std::move(hparams)), comm_(comm) {}
 
 RunOutputs::~RunOutputs() = default;
@@ -97,7 +98,7 @@ void RunOutputs::finish(const Mlp& network, RunSummary& stats, const std::vector
   // After the wall clock stopped: the core's GEMM peak, for the FLOP share of the summary
   // (a GPU run's Trainer measured its GPU's).
   if (stats.gemm_peak_flops_per_second == 0) stats.gemm_peak_flops_per_second = measure_gemm_peak_flops();
-  stats.options = hparams_;
+  if (!hparams_.empty()) stats.config = typed_config(hparams_, "the Trainer's options");
   write_file_atomically(log_dir_ / "summary.json", to_json(stats).dump(2) + "\n");
   if (options_.profiler == Profiler::kNone) return;
   const int world = stats.world_size;

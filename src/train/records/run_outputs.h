@@ -21,7 +21,7 @@ namespace ddp {
 
 class RunOutputs {
  public:
-  RunOutputs(const TrainerOptions& options, Hparams hparams, Communicator& comm);
+  RunOutputs(const TrainerOptions& options, OptionTexts hparams, Communicator& comm);
   ~RunOutputs();
 
   // Collective: rank zero makes the run folder; every rank learns whether it could, so a
@@ -30,7 +30,7 @@ class RunOutputs {
   // Rank zero: hparams.yaml and the --logger files.
   void start_logging();
   const std::filesystem::path& log_dir() const { return log_dir_; }
-  const Hparams& hparams() const { return hparams_; }
+  const OptionTexts& hparams() const { return hparams_; }
 
   void log_metrics(const Metrics& metrics, int64_t epoch, int64_t step);
   // Flushes every logger even when one fails, then reports the first failure.
@@ -49,7 +49,7 @@ class RunOutputs {
 
  private:
   const TrainerOptions& options_;
-  Hparams hparams_;
+  OptionTexts hparams_;
   Communicator& comm_;
   std::filesystem::path log_dir_;
   std::vector<std::unique_ptr<Logger>> loggers_;

@@ -7,6 +7,7 @@
 
 #include "ddpscope/config.h"
 #include "ddpscope/error.h"
+#include "train/config/option_json.h"
 #include "train/config/options.h"
 #include "train/config/run_config.h"
 
@@ -14,21 +15,6 @@ namespace ddp {
 namespace {
 
 using Json = nlohmann::ordered_json;  // "config" keeps the option table's order
-
-nlohmann::ordered_json typed(const std::string& text) {
-  if (text == "true") return true;
-  if (text == "false") return false;
-  const char* end = text.data() + text.size();
-  int64_t integer = 0;
-  if (auto [p, ec] = std::from_chars(text.data(), end, integer); ec == std::errc() && p == end && !text.empty()) {
-    return integer;
-  }
-  double real = 0;
-  if (auto [p, ec] = std::from_chars(text.data(), end, real); ec == std::errc() && p == end && !text.empty()) {
-    return real;
-  }
-  return text;
-}
 
 nlohmann::ordered_json phases_json(const PhaseSeconds& seconds) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
@@ -199,9 +185,6 @@ ArrivalSummary read_arrivals(const Json& j, const std::string& where) {
   return a;
 }
 
-// An option's text from its "config" value: what config_json typed it from.
-std::string option_text(const Json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
-
 bool same_allreduce(const AllreduceStats& a, const AllreduceStats& b) {
   return a.calls == b.calls && a.bytes == b.bytes && a.seconds == b.seconds &&
          a.in_flight_seconds == b.in_flight_seconds && a.hidden_seconds == b.hidden_seconds;
@@ -222,6 +205,10 @@ bool same_arrivals(const ArrivalSummary& a, const ArrivalSummary& b) {
          same_straggler(a.straggler, b.straggler) && a.lag_ms_per_rank == b.lag_ms_per_rank;
 }
 
+bool same_config(const std::optional<Config>& a, const std::optional<Config>& b) {
+  return a.has_value() == b.has_value() && (!a || resolved_options(*a) == resolved_options(*b));
+}
+
 bool same_sched(const SchedDelta& a, const SchedDelta& b) {
   return a.run_seconds == b.run_seconds && a.wait_seconds == b.wait_seconds && a.wait_share == b.wait_share &&
          a.voluntary_switches == b.voluntary_switches && a.involuntary_switches == b.involuntary_switches &&
@@ -230,41 +217,12 @@ bool same_sched(const SchedDelta& a, const SchedDelta& b) {
 
 }  // namespace
 
-nlohmann::ordered_json config_json(const OptionTexts& options) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const auto& [key, value] : options) out[key] = typed(value);
-  return out;
-}
-
 PhaseSeconds RunSummary::mean_phases() const {
   PhaseSeconds mean{};
   for (const PhaseSeconds& rank : phases_per_rank) {
     for (std::size_t p = 0; p < kPhaseCount; ++p) mean[p] += rank[p] / phases_per_rank.size();
   }
   return mean;
-}
-
-Config typed_config(const OptionTexts& options, std::string_view where) {
-  Config config;
-  for (const auto& [key, text] : options) {
-    try {
-      if (key == "preset")
-        config.preset = text;  // the name only: its values are in the other options
-      else
-        apply_option(config, key, text);
-    } catch (const UsageError& e) {
-      throw DataError(fmt::format("{} field \"{}\": {}", where, key, e.what()));
-    }
-  }
-  return config;
-}
-
-Config RunSummary::typed_config() const { return ddp::typed_config(options, "summary.json config"); }
-
-OptionTexts options_from_json(const Json& config) {
-  OptionTexts options;
-  for (const auto& [key, value] : config.items()) options.emplace_back(key, option_text(value));
-  return options;
 }
 
 bool operator==(const HostLoad& a, const HostLoad& b) {
@@ -276,7 +234,7 @@ bool operator==(const RunSummary& a, const RunSummary& b) {
   const auto same_list = [](const std::vector<AllreduceStats>& x, const std::vector<AllreduceStats>& y) {
     return std::equal(x.begin(), x.end(), y.begin(), y.end(), same_allreduce);
   };
-  return a.version == b.version && a.options == b.options && a.accelerator == b.accelerator &&
+  return a.version == b.version && same_config(a.config, b.config) && a.accelerator == b.accelerator &&
          a.strategy == b.strategy && a.gradient_transport == b.gradient_transport && a.world_size == b.world_size &&
          a.hosts == b.hosts && a.epochs == b.epochs && a.first_epoch_end_seconds == b.first_epoch_end_seconds &&
          a.last_epoch_end_seconds == b.last_epoch_end_seconds && a.optimizer_steps == b.optimizer_steps &&
@@ -298,7 +256,7 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   nlohmann::ordered_json j;
   j["schema"] = "ddpscope.summary/1";
   j["version"] = s.version;
-  j["config"] = config_json(s.options);
+  j["config"] = s.config ? config_json(*s.config) : Json::object();
   j["accelerator"] = spelling(s.accelerator);
   j["strategy"] = spelling(s.strategy);
   j["gradient_transport"] = spelling(s.gradient_transport);
@@ -378,7 +336,7 @@ void from_json(const Json& j, RunSummary& s) {
   s.version = read<std::string>(j, "version", where);
   const Json& config = member(j, "config", where);
   if (!config.is_object()) throw DataError(fmt::format("{} field \"config\" is not a JSON object", where));
-  s.options = options_from_json(config);
+  if (!config.empty()) s.config = config_from_json(config, where + " config");
   s.accelerator = read_spelling<Accelerator>(j, "accelerator", where, "cpu or cuda");
   s.strategy = read_spelling<Strategy>(j, "strategy", where, "single, ddp or ddp_zero1");
   s.world_size = static_cast<int>(read<int64_t>(j, "world_size", where));

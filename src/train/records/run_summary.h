@@ -24,10 +24,7 @@
 
 namespace ddp {
 
-struct Config;  // train/config.h
-
 using PhaseSeconds = std::array<double, kPhaseCount>;
-using OptionTexts = std::vector<std::pair<std::string, std::string>>;  // (snake_case name, text)
 
 // When the ranks arrived at the gradient collectives (observe/arrival_lag.h), over a run.
 struct ArrivalSummary {
@@ -73,9 +70,10 @@ constexpr std::array<Spelling<GradientTransport>, 5> spellings(GradientTransport
 
 struct RunSummary {
   std::string version = DDPSCOPE_VERSION;
-  // The resolved options, as hparams.yaml has them; summary.json's "config" writes numbers and
-  // booleans as such. typed_config() reads them back through the option table.
-  OptionTexts options;
+  // The run's configuration, from the options the Trainer was given (parsed once, through the
+  // option table, where they come in: as a Trainer's hparams, or from a file's "config");
+  // nullopt for a Trainer given none (a library user's), whose summary.json "config" is {}.
+  std::optional<Config> config;
   Accelerator accelerator = Accelerator::kCpu;  // what ran: cpu or cuda, never auto
   Strategy strategy = Strategy::kSingle;        // what ran: single, ddp or ddp_zero1
   GradientTransport gradient_transport = GradientTransport::kNone;
@@ -125,10 +123,6 @@ struct RunSummary {
   double samples_per_second() const { return wall_seconds > 0 ? train_samples / wall_seconds : 0.0; }
   PhaseSeconds mean_phases() const;  // over ranks: summary.json's "phases"
   double mean_phase(Phase phase) const { return mean_phases()[static_cast<std::size_t>(phase)]; }
-  // The options as a Config, each through the option table's own parser (so a
-  // limit_train_batches with a point is a fraction, without one a count). Throws DataError
-  // naming an option that is unknown or not accepted.
-  Config typed_config() const;
 };
 
 bool operator==(const RunSummary& a, const RunSummary& b);
@@ -142,17 +136,5 @@ nlohmann::ordered_json to_json(const RunSummary& summary);
 // Throws DataError naming the first field that is missing or of the wrong type (also what
 // j.get<RunSummary>() calls). Ordered, as "config" keeps the option table's order.
 void from_json(const nlohmann::ordered_json& j, RunSummary& summary);
-
-// The options as summary.json's "config" object (also embedded by checkpoints' and the
-// doctor's files): numbers and booleans become JSON numbers and booleans.
-nlohmann::ordered_json config_json(const OptionTexts& options);
-
-// Such a "config" object read back: strings as they are, numbers and booleans as JSON writes
-// them (a count without a point, a fraction with one, as the option table prints them).
-OptionTexts options_from_json(const nlohmann::ordered_json& config);
-
-// Options as a Config, each through the option table's own parser. Throws DataError naming
-// `where`'s field that is unknown or not accepted.
-Config typed_config(const OptionTexts& options, std::string_view where);
 
 }  // namespace ddp

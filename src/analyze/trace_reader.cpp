@@ -12,6 +12,7 @@
 #include <rapidjson/memorystream.h>
 #include <rapidjson/reader.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -153,8 +154,11 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool Int64(int64_t v) { return scalar(Value::of_number(static_cast<double>(v))); }
   bool Uint64(uint64_t v) { return scalar(Value::of_number(static_cast<double>(v))); }
   bool Double(double v) { return scalar(Value::of_number(v)); }
-  bool String(const char* s, rapidjson::SizeType n, bool) { return scalar(Value::of_text({s, n})); }
+  bool String(const char* s, rapidjson::SizeType n, bool) {
+    return unescaped_control({s, n}) ? false : scalar(Value::of_text({s, n}));
+  }
   bool Key(const char* s, rapidjson::SizeType n, bool) {
+    if (unescaped_control({s, n})) return false;
     const Where at = where();
     const bool used = at == Where::kTop || at == Where::kEvent || at == Where::kArgs || at == Where::kDistributed ||
                       at == Where::kOtherData;
@@ -168,6 +172,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   bool saw_events() const { return saw_events_; }
   bool too_deep() const { return too_deep_; }
+  bool control_character() const { return control_character_; }
   // Whether the last null read was an element of the events array: a part of a file ends with
   // one, which proves the part was cut between two events.
   bool last_null_in_events() const { return last_null_in_events_; }
@@ -216,6 +221,15 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   };
 
   Where where() const { return stack_.empty() ? Where::kRoot : stack_.back(); }
+
+  // JSON allows no control character unescaped in a string. RapidJSON's SIMD scans of text in
+  // memory (the parts) let 0x1A-0x1F through (they test s <= 0x19), where its stream reading
+  // (the one pass) refuses them: the handler refuses them in both.
+  bool unescaped_control(std::string_view text) {
+    control_character_ =
+        std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+    return control_character_;
+  }
 
   bool open(bool object) {
     if (stack_.size() >= kMaxJsonDepth) {
@@ -412,6 +426,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   Scratch event_;
   bool saw_events_ = false;
   bool too_deep_ = false;
+  bool control_character_ = false;
   bool last_null_in_events_ = false;
 };
 
@@ -463,6 +478,10 @@ TraceFile parse(Stream& stream, const std::string& path, const std::function<voi
   if (handler.too_deep()) {
     throw DataError(fmt::format("{}: nested more than {} levels deep at byte {}, which no profiler writes: not a trace",
                                 path, kMaxJsonDepth, result.Offset()));
+  }
+  if (handler.control_character()) {
+    throw DataError(
+        fmt::format("{}: not valid JSON at byte {}: a control character inside a string", path, result.Offset()));
   }
   if (result.IsError()) {
     if (result.Code() == rapidjson::kParseErrorTermination) {

@@ -173,5 +173,17 @@ TEST(TraceParts, ALargeFileIsReadAsOnePassReadsItAndItsDamageReportedAlike) {
   EXPECT_EQ(parts_error, one_pass_error);
 }
 
+// Found by the fuzzer (its input is kept in its corpus): a control character inside a string
+// makes a file that is not JSON, which one pass says; its parts must not read it.
+TEST(TraceParts, AControlCharacterInAStringIsRefusedInPartsAsInOnePass) {
+  const auto dir = fresh_dir("trace_parts_control");
+  std::string input = ::ddp::testing::read_text(fs::path(DDPSCOPE_SOURCE_DIR) /
+                                                "tests/fuzz/corpus/trace_fuzz/control_character_in_a_string");
+  const std::string path =
+      write(dir / "control.json", input.substr(1)).string();  // the first byte is the fuzzer's mode
+  EXPECT_FALSE(read_trace_in_parts(path, 64).has_value());
+  EXPECT_THROW(read_trace(path), DataError);
+}
+
 }  // namespace
 }  // namespace ddp

@@ -4,18 +4,14 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "ddpscope/error.h"
 #include "doctor/busy_machine.h"
-#include "doctor/doctor_runs.h"
+#include "doctor/doctor_file.h"
 #include "doctor/interconnect.h"
 #include "doctor/prediction_band.h"
 #include "doctor/scaling_model.h"
@@ -78,19 +74,6 @@ void require_multi_device_run(const std::string& path, const std::vector<RunReco
                   path, devices,
                   failed.empty() ? std::string(" (the doctor ran none)")
                                  : fmt::format(" (the doctor's failed: {})", fmt::join(failed, "; "))));
-}
-
-nlohmann::json read_doctor_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw DataError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw DataError(fmt::format("{} is not valid JSON: {}", path, e.what()));
-  }
 }
 
 // A configuration's devices, or where it says auto, the most the doctor ran (1 when none says).
@@ -169,26 +152,12 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   validate_config(asked);
   if (o.interconnect != "measured") find_interconnect(o.interconnect);  // UsageError naming the presets
 
-  const nlohmann::json doctor = read_doctor_json(o.from);
-  if (!doctor.is_object()) throw DataError(fmt::format("{} is not a JSON object", o.from));
-  const auto model_block = doctor.find("model");
-  if (model_block == doctor.end() || model_block->is_null()) {
-    throw DataError(fmt::format("{} has no \"model\" block; write one with 'ddpscope doctor'", o.from));
-  }
-  const auto config_block = doctor.find("config");
-  if (config_block == doctor.end()) throw DataError(fmt::format("{} has no \"config\" block", o.from));
-  if (!config_block->is_object()) throw DataError(fmt::format("{}: \"config\" is not a JSON object", o.from));
-  const std::vector<RunRecord> runs = runs_of_doctor_json(doctor);
-  ModelParameters model;
-  Config recorded;  // the doctor's configuration
-  WorkloadConfig own;
-  try {
-    model = model_from_json(*model_block);
-    recorded = config_from_json(nlohmann::ordered_json(*config_block), "\"config\"");
-    own = workload_for(recorded, devices_of(recorded, runs));
-  } catch (const DataError& e) {
-    throw DataError(fmt::format("{}: {}", o.from, e.what()));
-  }
+  const DoctorResult doctor = read_doctor_file(o.from);
+  if (!doctor.model) throw DataError(fmt::format("{} has no \"model\"; write one with 'ddpscope doctor'", o.from));
+  const std::vector<RunRecord>& runs = doctor.runs;
+  const ModelParameters& model = *doctor.model;
+  const Config& recorded = doctor.config;  // the doctor's configuration
+  const WorkloadConfig own = workload_for(recorded, devices_of(recorded, runs));
   check_model(o.from, runs, model, own);
 
   // The given options (by name, or by the preset) replace the doctor's configuration.
@@ -226,7 +195,7 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   for (int devices : o.devices_list) most_devices = std::max(most_devices, devices);
   require_multi_device_run(o.from, runs, most_devices);
   f.prediction = predict(model, f.config);
-  if (const std::vector<MeasuredPoint> measured = measured_points(doctor); !measured.empty()) {
+  if (const std::vector<MeasuredPoint> measured = measured_points(doctor.predictions); !measured.empty()) {
     f.band = prediction_band(measured, f.config);
     // Runs on a busy machine priced the work too dear, by up to the share the others took.
     f.busy_share = busiest_share_of_cores(runs);

@@ -238,13 +238,7 @@ std::vector<PredictionRow> predictions_of(const DoctorResult& result, const Work
 
 // Each prediction of a configuration that did not run carries its band, as predict's does.
 void add_bands(DoctorResult& result) {
-  std::vector<MeasuredPoint> measured;
-  for (const PredictionRow& p : result.predictions) {
-    if (p.measured_wall_seconds && p.modelled) {
-      const WorkloadConfig& w = p.workload;
-      measured.push_back({w.devices, w.batch_size, w.hidden_size, w.hidden_layers, *p.error()});
-    }
-  }
+  const std::vector<MeasuredPoint> measured = measured_points(result.predictions);
   if (measured.empty()) return;
   // Runs on a busy machine, or with more ranks than a machine's cores, priced the work too dear.
   double busy = 0;
@@ -328,7 +322,7 @@ nlohmann::ordered_json run_doctor(const DoctorRequest& request, std::FILE* out) 
   const nlohmann::ordered_json doc = to_json(result);
   const std::filesystem::path json_path = request.dir / (request.ablations ? "doctor.json" : "compare.json");
   write_file_atomically(json_path, doc.dump(2) + "\n");
-  write_file_atomically(request.dir / "report.html", render_report_html(doc));
+  write_file_atomically(request.dir / "report.html", render_report_html(result));
   print(result, out);
   std::fprintf(out, "\nWrote %s and %s\n", json_path.c_str(), (request.dir / "report.html").c_str());
   if (const int signal = StopSignals::pending()) {

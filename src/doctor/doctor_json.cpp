@@ -50,15 +50,12 @@ nlohmann::ordered_json run_json(const RunRecord& run) {
 // The ablation's effect against its baseline; its uncertainty and baseline_band (the
 // baseline's own ±, 1.96 s / m: the report's band around zero) null where the noise is unknown.
 nlohmann::ordered_json effect_json(const AblationResult& a) {
-  const std::optional<Effect> effect = effect_against_baseline(a);
-  const std::optional<RunSample> baseline = sample_of(*a.baseline);
-  return {{"relative", effect ? effect->relative : wall_change(a)},
-          {"uncertainty", effect ? nlohmann::ordered_json(effect->uncertainty) : nlohmann::ordered_json(nullptr)},
-          {"measurable", effect && measurable(*effect)},
-          {"text", describe_effect(a)},
-          {"baseline_band",
-           baseline ? nlohmann::ordered_json(kNormal95 * baseline->sample.standard_error / baseline->sample.mean)
-                    : nlohmann::ordered_json(nullptr)}};
+  const AblationEffect effect = ablation_effect(a);
+  return {{"relative", effect.relative},
+          {"uncertainty", optional_json(effect.uncertainty)},
+          {"measurable", effect.measurable},
+          {"text", effect.text},
+          {"baseline_band", optional_json(effect.baseline_band)}};
 }
 
 nlohmann::ordered_json probe_json(const AllreduceFit& allreduce) {

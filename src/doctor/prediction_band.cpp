@@ -32,26 +32,12 @@ void say_if_outside(const std::vector<MeasuredPoint>& measured, double value, Ge
 
 }  // namespace
 
-std::vector<MeasuredPoint> measured_points(const nlohmann::json& doctor) {
+std::vector<MeasuredPoint> measured_points(const std::vector<PredictionRow>& predictions) {
   std::vector<MeasuredPoint> out;
-  const auto rows = doctor.find("predictions");
-  if (rows == doctor.end() || !rows->is_array()) return out;
-  for (const nlohmann::json& row : *rows) {
-    if (!row.is_object()) continue;
-    const auto number = [&](const char* key) {
-      const auto v = row.find(key);
-      return v != row.end() && v->is_number() ? v->get<double>() : std::numeric_limits<double>::quiet_NaN();
-    };
-    const auto label = row.find("label");
-    const auto modelled = row.find("modelled");
-    if (modelled != row.end() && modelled->is_boolean() && !modelled->get<bool>()) continue;
-    const double measured = number("measured_wall_seconds"), error = number("error");
-    if (label == row.end() || !label->is_string() || !std::isfinite(measured) || !std::isfinite(error)) continue;
-    const double devices = number("devices"), batch = number("batch_size"), width = number("hidden_size"),
-                 layers = number("hidden_layers");
-    if (!(devices >= 1 && batch >= 1 && width >= 1 && layers >= 0)) continue;
-    out.push_back({static_cast<int>(devices), static_cast<int64_t>(batch), static_cast<int64_t>(width),
-                   static_cast<int64_t>(layers), error});
+  for (const PredictionRow& p : predictions) {
+    if (!p.measured_wall_seconds || !p.modelled || !p.label) continue;
+    const WorkloadConfig& w = p.workload;
+    out.push_back({w.devices, w.batch_size, w.hidden_size, w.hidden_layers, *p.error()});
   }
   return out;
 }

@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "doctor/doctor_result.h"
 #include "doctor/workload_counts.h"
 
 namespace ddp {
@@ -37,9 +36,9 @@ struct PredictionBand {
   std::vector<std::string> outside;  // what lies beyond the measured range, in words
 };
 
-// doctor.json's "predictions" rows that were measured (a label and a measured wall time) and
-// whose change the model sees (not "modelled": false, such as an ablation of loader workers).
-std::vector<MeasuredPoint> measured_points(const nlohmann::json& doctor);
+// The doctor's prediction rows that were measured (a label and a measured wall time) and whose
+// change the model sees (not an ablation the model does not see, such as loader workers).
+std::vector<MeasuredPoint> measured_points(const std::vector<PredictionRow>& predictions);
 
 // Needs at least one measured point (checked).
 PredictionBand prediction_band(const std::vector<MeasuredPoint>& measured, const WorkloadConfig& config);

@@ -701,8 +701,6 @@ std::string render_report_html(const ReportView& view) {
   return out;
 }
 
-std::string render_report_html(const nlohmann::ordered_json& doc) { return render_report_html(build_report_view(doc)); }
-
-std::string render_report_html(const nlohmann::json& doc) { return render_report_html(build_report_view(doc)); }
+std::string render_report_html(const DoctorResult& result) { return render_report_html(build_report_view(result)); }
 
 }  // namespace ddp

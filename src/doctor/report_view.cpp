@@ -6,123 +6,69 @@
 #include <cmath>
 #include <limits>
 
+#include "doctor/doctor_result.h"
+#include "doctor/run_noise.h"
+#include "train/config/option_json.h"
+
 namespace ddp {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-const Json& null_json() {
-  static const Json kNull;
-  return kNull;
-}
-
-const Json& member(const Json& j, const char* key) {
-  if (!j.is_object()) return null_json();
-  const auto it = j.find(key);
-  return it == j.end() ? null_json() : *it;
-}
-
-const Json& array_of(const Json& j, const char* key) {
-  static const Json kEmpty = Json::array();
-  const Json& v = member(j, key);
-  return v.is_array() ? v : kEmpty;
-}
-
-double number_of(const Json& j, const char* key) {
-  const Json& v = member(j, key);
-  return v.is_number() ? v.get<double>() : kNaN;
-}
-
-std::string text_of(const Json& j, const char* key) {
-  const Json& v = member(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
 // A config or model value as a user would type it.
-std::string value_text(const Json& v) {
+std::string value_text(const nlohmann::ordered_json& v) {
   if (v.is_string()) return v.get_ref<const std::string&>().empty() ? "—" : v.get<std::string>();
   if (v.is_null()) return "—";
   return v.dump();
 }
 
-int as_int(double v) { return std::isfinite(v) ? static_cast<int>(std::lround(v)) : 0; }
-
-std::vector<std::string> strings_in(const Json& list) {
-  std::vector<std::string> out;
-  for (const Json& s : list)
-    if (s.is_string()) out.push_back(s.get<std::string>());
-  return out;
-}
-
-std::vector<DeviceUtilization> utilization_of(const Json& run) {
+std::vector<DeviceUtilization> utilization_of(const RunSummary& s) {
   std::vector<DeviceUtilization> out;
-  const Json& cores_per_rank = array_of(member(run, "summary"), "cores_per_rank");
-  for (const Json& d : array_of(run, "utilization")) {
-    DeviceUtilization series{as_int(number_of(d, "device")), {}, {}};
-    const int device = series.device;
-    if (device >= 0 && static_cast<std::size_t>(device) < cores_per_rank.size()) {
-      for (const Json& core : cores_per_rank[static_cast<std::size_t>(device)]) {
-        if (core.is_number_integer()) series.cores.push_back(core.get<int>());
-      }
-    }
-    for (const Json& p : array_of(d, "points")) {
-      if (p.is_array() && p.size() >= 2 && p[0].is_number() && p[1].is_number())
-        series.points.emplace_back(p[0].get<double>(), p[1].get<double>());
-    }
+  for (std::size_t device = 0; device < s.utilization_per_rank.size(); ++device) {
+    DeviceUtilization series{static_cast<int>(device), s.utilization_per_rank[device], {}};
+    if (device < s.cores_per_rank.size()) series.cores = s.cores_per_rank[device];
     out.push_back(std::move(series));
   }
   return out;
 }
 
-std::optional<std::array<double, kPhaseCount>> phase_seconds_of(const Json& summary) {
-  const Json& phases = member(summary, "phases");
-  if (!phases.is_object()) return std::nullopt;
-  std::array<double, kPhaseCount> seconds{};
-  for (std::size_t p = 0; p < kPhaseCount; ++p) {
-    const double s = number_of(phases, std::string(kPhaseNames[p]).c_str());
-    seconds[p] = s > 0 ? s : 0;
-  }
-  return seconds;
-}
-
 // Point k of a rank's series averages the steps [k * steps / n, (k + 1) * steps / n): it is
 // drawn at the first of them, counted from 1.
-std::vector<ReportPoints> arrival_lag_of(const Json& summary) {
-  const Json& arrivals = member(summary, "arrivals");
-  const double steps = number_of(arrivals, "steps");
+std::vector<ReportPoints> arrival_lag_of(const ArrivalSummary& arrivals) {
   std::vector<ReportPoints> out;
-  for (const Json& series : array_of(arrivals, "lag_ms_per_rank")) {
+  const auto steps = static_cast<double>(arrivals.steps);
+  for (const std::vector<double>& series : arrivals.lag_ms_per_rank) {
     ReportPoints& points = out.emplace_back();
-    if (!series.is_array() || !std::isfinite(steps)) continue;
-    const double n = static_cast<double>(series.size());
+    const auto n = static_cast<double>(series.size());
     for (std::size_t k = 0; k < series.size(); ++k) {
-      if (series[k].is_number()) points.emplace_back(std::floor(k * steps / n) + 1, series[k].get<double>());
+      points.emplace_back(std::floor(static_cast<double>(k) * steps / n) + 1, series[k]);
     }
   }
   return out;
 }
 
-ReportRun run_of(const Json& r) {
-  const Json& summary = member(r, "summary");
-  const Json& config = member(summary, "config");
+ReportRun run_of(const RunRecord& r) {
   ReportRun run;
-  run.devices =
-      as_int(std::isfinite(number_of(r, "devices")) ? number_of(r, "devices") : number_of(summary, "world_size"));
-  run.label = text_of(r, "label");
-  if (run.label.empty()) run.label = fmt::format("devices={}", run.devices);
-  run.wall_seconds = number_of(summary, "wall_seconds");
-  run.samples_per_second = number_of(summary, "samples_per_second");
-  run.optimizer_steps = number_of(summary, "optimizer_steps");
-  run.phase_seconds = phase_seconds_of(summary);
-  run.utilization = utilization_of(r);
-  run.monitor_interval_ms = number_of(config, "monitor_interval_ms");
-  run.per_step_probe = text_of(config, "monitor_mode") == "per-step";
-  run.command = text_of(r, "command");
-  run.arrival_lag_ms = arrival_lag_of(summary);
-  const double straggler = number_of(member(member(summary, "arrivals"), "straggler"), "rank");
-  run.straggler_rank = std::isfinite(straggler) ? as_int(straggler) : -1;
+  run.devices = r.devices;
+  run.label = r.label.empty() ? fmt::format("devices={}", r.devices) : r.label;
+  run.command = r.command;
+  if (!r.ok) {
+    run.wall_seconds = run.samples_per_second = run.optimizer_steps = kNaN;
+    run.monitor_interval_ms = kNaN;
+    return run;
+  }
+  const RunSummary& s = r.summary;
+  run.wall_seconds = s.wall_seconds;
+  run.samples_per_second = s.samples_per_second();
+  run.optimizer_steps = static_cast<double>(s.optimizer_steps);
+  std::array<double, kPhaseCount> phases = s.mean_phases();
+  for (double& seconds : phases) seconds = std::max(seconds, 0.0);
+  run.phase_seconds = phases;
+  run.utilization = utilization_of(s);
+  run.monitor_interval_ms = r.config.trainer.monitor_interval_ms;
+  run.per_step_probe = r.config.trainer.monitor_mode == MonitorMode::kPerStep;
+  run.arrival_lag_ms = arrival_lag_of(s.arrivals);
+  run.straggler_rank = s.arrivals.straggler ? s.arrivals.straggler->rank : -1;
   return run;
 }
 
@@ -139,15 +85,15 @@ const ReportRun* largest_run(const std::vector<ReportRun>& runs) {
   return best;
 }
 
-std::vector<ReportRun> runs_of(const Json& doc) {
+// The doctor's speedup: the 1-device run's wall (extrapolated to the configuration's epochs)
+// over each run's.
+std::vector<ReportRun> runs_of(const DoctorResult& result) {
   std::vector<ReportRun> runs;
-  for (const Json& r : array_of(doc, "runs")) runs.push_back(run_of(r));
-  // The doctor's own speedup where it wrote one, else wall(1 device) / wall(N) from the runs.
-  const ReportRun* one = run_with_devices(runs, 1);
-  const double one_wall = one ? one->wall_seconds : kNaN;
-  for (ReportRun& run : runs) {
-    const double stated = number_of(member(doc, "speedup"), std::to_string(run.devices).c_str());
-    run.speedup = std::isfinite(stated) ? stated : one && run.wall_seconds > 0 ? one_wall / run.wall_seconds : kNaN;
+  const RunRecord* one = result.run_at(1);
+  for (const RunRecord& r : result.runs) {
+    ReportRun run = run_of(r);
+    run.speedup = one != nullptr && one->ok && r.ok ? one->wall_seconds / r.wall_seconds : kNaN;
+    runs.push_back(std::move(run));
   }
   return runs;
 }
@@ -160,40 +106,32 @@ ReportPoints measured_speedups_of(const std::vector<ReportRun>& runs) {
   return measured;
 }
 
-// Predicted speedups at the configuration's own batch and width, one curve per interconnect,
-// relative to the model's 1-device time (communication-free, so the same for every interconnect).
-std::vector<SpeedupCurve> predicted_speedups_of(const Json& doc, const std::vector<ReportRun>& runs) {
-  const Json& predictions = array_of(doc, "predictions");
-  if (predictions.empty()) return {};
-  double batch = number_of(member(doc, "config"), "batch_size");
-  double width = number_of(member(doc, "config"), "hidden_size");
-  if (!std::isfinite(batch)) batch = number_of(predictions[0], "batch_size");
-  if (!std::isfinite(width)) width = number_of(predictions[0], "hidden_size");
-  double layers = number_of(member(doc, "config"), "hidden_layers");
-  if (!std::isfinite(layers)) layers = number_of(predictions[0], "hidden_layers");
-  const auto same = [](double value, double wanted) { return !std::isfinite(value) || value == wanted; };
-  // An ablation can keep the shape (monitor-background, no-overlap): only baseline rows are the curve.
-  const auto same_shape = [&](const Json& p) {
-    return same(number_of(p, "batch_size"), batch) && same(number_of(p, "hidden_size"), width) &&
-           same(number_of(p, "hidden_layers"), layers) && text_of(p, "ablation").empty();
+// Predicted speedups at the configuration's own batch, width and depth, one curve per
+// interconnect, relative to the model's 1-device time (communication-free, so the same for
+// every interconnect). An ablation can keep the shape (monitor-background, no-overlap): only
+// the baseline's rows are the curve.
+std::vector<SpeedupCurve> predicted_speedups_of(const DoctorResult& result, const std::vector<ReportRun>& runs) {
+  const auto same_shape = [&](const PredictionRow& p) {
+    return p.workload.batch_size == result.config.data.batch_size &&
+           p.workload.hidden_size == result.config.model.hidden_size &&
+           p.workload.hidden_layers == result.config.model.hidden_layers && !p.ablation;
   };
   double base = kNaN;
-  for (const Json& p : predictions)
-    if (same_shape(p) && as_int(number_of(p, "devices")) == 1 && text_of(p, "interconnect") == "measured")
-      base = number_of(p, "predicted_wall_seconds");
+  for (const PredictionRow& p : result.predictions)
+    if (same_shape(p) && p.workload.devices == 1 && p.workload.interconnect == "measured")
+      base = p.predicted_wall_seconds;
   if (!std::isfinite(base))
     if (const ReportRun* one = run_with_devices(runs, 1)) base = one->wall_seconds;
   if (!(base > 0)) return {};
 
   std::vector<SpeedupCurve> curves;
-  for (const Json& p : predictions) {
-    const double devices = number_of(p, "devices"), wall = number_of(p, "predicted_wall_seconds");
-    if (!same_shape(p) || !(devices >= 1) || !(wall > 0)) continue;
-    const std::string name = text_of(p, "interconnect").empty() ? "model" : text_of(p, "interconnect");
+  for (const PredictionRow& p : result.predictions) {
+    if (!same_shape(p) || p.predicted_wall_seconds <= 0) continue;
+    const std::string& name = p.workload.interconnect;
     auto it = std::find_if(curves.begin(), curves.end(), [&](const SpeedupCurve& c) { return c.interconnect == name; });
     if (it == curves.end()) it = curves.insert(curves.end(), SpeedupCurve{name, {}});
-    const double stated = number_of(p, "predicted_speedup");
-    it->points.emplace_back(devices, stated > 0 ? stated : base / wall);
+    it->points.emplace_back(p.workload.devices,
+                            p.predicted_speedup > 0 ? p.predicted_speedup : base / p.predicted_wall_seconds);
   }
   for (SpeedupCurve& c : curves) {
     // Every interconnect shares the 1-device time, so lines start together at the baseline.
@@ -204,15 +142,15 @@ std::vector<SpeedupCurve> predicted_speedups_of(const Json& doc, const std::vect
   return curves;
 }
 
-std::vector<std::string> notes_of(const Json& doc, const std::vector<ReportRun>& runs) {
+std::vector<std::string> notes_of(const DoctorResult& result, const std::vector<ReportRun>& runs) {
   std::vector<std::string> notes;
-  const double asked = number_of(member(doc, "config"), "devices");
+  const int asked = result.config.trainer.devices;  // 0: auto
   const ReportRun* largest = largest_run(runs);
-  if (std::isfinite(asked) && largest && largest->devices < as_int(asked)) {
-    notes.push_back(fmt::format("The configuration asks for {} devices; the largest run used {}.", as_int(asked),
-                                largest->devices));
+  if (asked > 0 && largest && largest->devices < asked) {
+    notes.push_back(
+        fmt::format("The configuration asks for {} devices; the largest run used {}.", asked, largest->devices));
   }
-  for (std::string& note : strings_in(array_of(doc, "notes"))) notes.push_back(std::move(note));
+  notes.insert(notes.end(), result.notes.begin(), result.notes.end());
   return notes;
 }
 
@@ -222,114 +160,121 @@ std::optional<HeadlineSpeedup> headline_of(const std::vector<ReportRun>& runs) {
   return HeadlineSpeedup{largest->devices, largest->speedup};
 }
 
-OptionTexts config_of(const Json& config) {
+OptionTexts config_of(const Config& config) {
   OptionTexts out;
-  if (!config.is_object()) return out;
-  for (const auto& [key, value] : config.items()) out.emplace_back(key, value_text(value));
+  const nlohmann::ordered_json options = config_json(config);
+  for (const auto& [key, value] : options.items()) out.emplace_back(key, value_text(value));
   return out;
 }
 
-AblationRow ablation_of(const Json& a) {
+AblationRow ablation_of(const AblationResult& a) {
   AblationRow row;
-  row.name = text_of(a, "name");
-  row.devices = number_of(a, "devices");
-  row.error = text_of(a, "error");
-  row.wall_seconds = number_of(a, "wall_seconds");
-  row.baseline_wall_seconds = number_of(a, "baseline_wall_seconds");
-  row.change =
-      row.baseline_wall_seconds > 0 ? (row.wall_seconds - row.baseline_wall_seconds) / row.baseline_wall_seconds : kNaN;
-  row.epochs_run = number_of(a, "epochs_run");
-  row.extrapolated = member(a, "extrapolated").is_boolean() && member(a, "extrapolated").get<bool>();
-  row.cost_seconds_per_step = number_of(a, "cost_seconds_per_step");
-  const Json& effect = member(a, "effect");
-  row.effect = number_of(effect, "relative");
-  row.effect_uncertainty = number_of(effect, "uncertainty");
-  row.measurable = member(effect, "measurable").is_boolean() && member(effect, "measurable").get<bool>();
-  row.effect_text = text_of(effect, "text");
-  row.baseline_band = number_of(effect, "baseline_band");
+  row.name = a.name;
+  row.devices = a.run.devices;
+  row.epochs_run = static_cast<double>(a.run.epochs_run);
+  row.extrapolated = a.run.extrapolated;
+  row.wall_seconds = row.baseline_wall_seconds = row.change = row.cost_seconds_per_step = kNaN;
+  row.effect = row.effect_uncertainty = row.baseline_band = kNaN;
+  if (!a.run.ok || !a.baseline->ok) {
+    row.error = a.run.ok ? "its baseline run failed" : a.run.error;
+    return row;
+  }
+  row.wall_seconds = a.run.wall_seconds;
+  row.baseline_wall_seconds = a.baseline->wall_seconds;
+  row.change = (row.wall_seconds - row.baseline_wall_seconds) / row.baseline_wall_seconds;
+  row.cost_seconds_per_step = (a.run.wall_seconds - a.baseline->wall_seconds) /
+                              static_cast<double>(std::max<int64_t>(1, a.baseline->optimizer_steps()));
+  const AblationEffect effect = ablation_effect(a);
+  row.effect = effect.relative;
+  row.effect_uncertainty = effect.uncertainty.value_or(kNaN);
+  row.measurable = effect.measurable;
+  row.effect_text = effect.text;
+  row.baseline_band = effect.baseline_band.value_or(kNaN);
   return row;
 }
 
-FindingView finding_of(const Json& f) {
-  return {.title = text_of(f, "title"),
-          .cost_seconds = number_of(f, "cost_seconds"),
-          .share_of_wall = number_of(f, "share_of_wall"),
-          .detail = text_of(f, "detail"),
-          .fix = text_of(f, "fix"),
-          .evidence = strings_in(array_of(f, "evidence"))};
+FindingView finding_of(const Finding& f) {
+  return {.title = f.title,
+          .cost_seconds = f.cost_seconds,
+          .share_of_wall = f.share_of_wall,
+          .detail = f.detail,
+          .fix = f.fix,
+          .evidence = f.evidence};
 }
 
-std::vector<ModelValue> model_of(const Json& model) {
+std::vector<ModelValue> model_of(const ModelParameters& model) {
   std::vector<ModelValue> out;
-  if (!model.is_object()) return out;
-  for (const auto& [key, value] : model.items()) {
+  const nlohmann::ordered_json prices = to_json(model);
+  for (const auto& [key, value] : prices.items()) {
     out.push_back(value.is_number() ? ModelValue{key, value.get<double>(), ""}
                                     : ModelValue{key, std::nullopt, value_text(value)});
   }
   return out;
 }
 
-PredictionView prediction_of(const Json& p) {
-  return {.label = value_text(member(p, "label")),
-          .interconnect = value_text(member(p, "interconnect")),
-          .devices = number_of(p, "devices"),
-          .batch_size = number_of(p, "batch_size"),
-          .hidden_size = number_of(p, "hidden_size"),
-          .hidden_layers = number_of(p, "hidden_layers"),
-          .predicted_wall_seconds = number_of(p, "predicted_wall_seconds"),
-          .band = number_of(p, "band"),
-          .measured_wall_seconds = number_of(p, "measured_wall_seconds"),
-          .error = number_of(p, "error"),
-          .modelled = !member(p, "modelled").is_boolean() || member(p, "modelled").get<bool>()};
+PredictionView prediction_of(const PredictionRow& p) {
+  const WorkloadConfig& w = p.workload;
+  return {.label = p.label.value_or("—"),
+          .interconnect = w.interconnect,
+          .devices = static_cast<double>(w.devices),
+          .batch_size = static_cast<double>(w.batch_size),
+          .hidden_size = static_cast<double>(w.hidden_size),
+          .hidden_layers = static_cast<double>(w.hidden_layers),
+          .predicted_wall_seconds = p.predicted_wall_seconds,
+          .band = p.band.value_or(kNaN),
+          .measured_wall_seconds = p.measured_wall_seconds.value_or(kNaN),
+          .error = p.error().value_or(kNaN),
+          .modelled = p.modelled};
 }
 
 }  // namespace
 
-ReportView build_report_view(const nlohmann::ordered_json& doc) {
+ReportView build_report_view(const DoctorResult& result) {
   ReportView view;
-  const bool is_doctor =
-      doc.contains("findings") || doc.contains("ablations") || text_of(doc, "schema").rfind("ddpscope.doctor", 0) == 0;
-  view.kind = is_doctor ? ReportKind::kDoctor : ReportKind::kCompare;
-  view.schema = value_text(member(doc, "schema"));
-  view.version = value_text(member(doc, "version"));
-  view.seed_preset = text_of(member(doc, "config"), "preset") == "seed";
-  view.runs = runs_of(doc);
+  view.kind = result.ablations_run ? ReportKind::kDoctor : ReportKind::kCompare;
+  view.schema = result.ablations_run ? "ddpscope.doctor/1" : "ddpscope.compare/1";
+  view.version = DDPSCOPE_VERSION;
+  view.seed_preset = result.config.preset == "seed";
+  view.runs = runs_of(result);
   view.headline = headline_of(view.runs);
-  view.notes = notes_of(doc, view.runs);
-  view.config = config_of(member(doc, "config"));
+  view.notes = notes_of(result, view.runs);
+  view.config = config_of(result.config);
   view.measured_speedups = measured_speedups_of(view.runs);
-  view.predicted_speedups = predicted_speedups_of(doc, view.runs);
-  // compare.json has neither key; an empty list in doctor.json still gets its section and says so.
-  for (const Json& z : array_of(doc, "size_speedups")) {
-    view.sizes.push_back({.name = text_of(z, "name"),
-                          .devices = number_of(z, "devices"),
-                          .error = text_of(z, "error"),
-                          .one_device_wall_seconds = number_of(z, "one_device_wall_seconds"),
-                          .wall_seconds = number_of(z, "wall_seconds"),
-                          .speedup = number_of(z, "speedup"),
-                          .baseline_speedup = number_of(z, "baseline_speedup"),
-                          .samples_per_second = number_of(z, "samples_per_second")});
+  view.predicted_speedups = predicted_speedups_of(result, view.runs);
+  for (const SizeSpeedup& z : result.size_speedups) {
+    view.sizes.push_back({.name = z.name,
+                          .devices = static_cast<double>(z.devices),
+                          .error = z.error,
+                          .one_device_wall_seconds = z.one_device_wall_seconds,
+                          .wall_seconds = z.wall_seconds,
+                          .speedup = z.speedup,
+                          .baseline_speedup = z.baseline_speedup,
+                          .samples_per_second = z.samples_per_second});
   }
-  if (doc.contains("ablations")) {
+  if (result.ablations_run) {
     view.ablations.emplace();
-    for (const Json& a : array_of(doc, "ablations")) {
+    for (const AblationResult& a : result.ablations) {
       // A size shown as N devices against one is not shown again as a change of wall time.
-      const std::string name = text_of(a, "name");
-      if (std::none_of(view.sizes.begin(), view.sizes.end(), [&](const SizeSpeedupRow& z) { return z.name == name; })) {
+      if (std::none_of(view.sizes.begin(), view.sizes.end(),
+                       [&](const SizeSpeedupRow& z) { return z.name == a.name; })) {
         view.ablations->push_back(ablation_of(a));
       }
     }
-  }
-  if (doc.contains("findings")) {
     view.findings.emplace();
-    for (const Json& f : array_of(doc, "findings")) view.findings->push_back(finding_of(f));
+    for (const Finding& f : result.findings) view.findings->push_back(finding_of(f));
   }
-  view.model = model_of(member(doc, "model"));
-  for (const Json& p : array_of(doc, "predictions")) view.predictions.push_back(prediction_of(p));
-  view.commands = strings_in(array_of(doc, "commands"));
+  if (result.model) view.model = model_of(*result.model);
+  for (const PredictionRow& p : result.predictions) view.predictions.push_back(prediction_of(p));
+  // Depth is a column only where the doctor varied it.
+  const bool depth_varied = std::any_of(
+      result.predictions.begin(), result.predictions.end(),
+      [&](const PredictionRow& p) { return p.workload.hidden_layers != result.config.model.hidden_layers; });
+  if (!depth_varied) {
+    for (PredictionView& p : view.predictions) p.hidden_layers = kNaN;
+  }
+  view.commands = {result.command};
+  for (const RunRecord& r : result.runs) view.commands.push_back(r.command);
   return view;
 }
-
-ReportView build_report_view(const nlohmann::json& doc) { return build_report_view(nlohmann::ordered_json(doc)); }
 
 }  // namespace ddp

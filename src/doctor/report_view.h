@@ -1,9 +1,7 @@
 #pragma once
-// What report.html shows, as plain data: build_report_view reads a doctor.json or compare.json
-// document into it, and render_report_html (report_html.h) only formats it. Reading is lenient
-// by design: a missing or mistyped field becomes an absent value (NaN, "", an empty
-// list), never an error, so that a report renders from any file a user points it at.
-#include <nlohmann/json.hpp>
+// What report.html shows, as plain data: build_report_view makes it from a DoctorResult (a
+// doctor's or compare's runs, or a traced job's), and render_report_html (report_html.h) only
+// formats it. A number the result does not have is NaN here, a text empty.
 
 #include <array>
 #include <optional>
@@ -103,7 +101,7 @@ struct PredictionView {
   double devices = 0;
   double batch_size = 0;
   double hidden_size = 0;
-  double hidden_layers = 0;  // NaN unless the doctor varied depth
+  double hidden_layers = 0;  // NaN unless some prediction varied depth
   double predicted_wall_seconds = 0;
   double band = 0;  // relative half-width; NaN where the row has none (measured rows, older files)
   double measured_wall_seconds = 0;
@@ -139,10 +137,8 @@ struct ReportView {
   std::vector<std::string> commands;
 };
 
-// `doc` is a ddpscope.doctor/1 object, or a compare.json (no "ablations", "findings"), or any
-// JSON at all: what is not there is absent from the view.
-ReportView build_report_view(const nlohmann::ordered_json& doc);
-// The configuration's keys in nlohmann::json's (sorted) order.
-ReportView build_report_view(const nlohmann::json& doc);
+struct DoctorResult;  // doctor/doctor_result.h
+
+ReportView build_report_view(const DoctorResult& result);
 
 }  // namespace ddp

@@ -28,8 +28,24 @@ std::string describe_effect(const AblationResult& ablation) {
   if (const std::optional<Effect> effect = effect_against_baseline(ablation)) return describe(*effect);
   const RunRecord& baseline = *ablation.baseline;
   const RunRecord& without = sample_of(ablation.run) ? baseline : ablation.run;
+  if (without.summary.epochs >= 3) {  // a summary without its epochs' spread (from before it was recorded)
+    return fmt::format("{:+.1f} %, noise unknown: {} recorded no spread of its epochs", 100 * wall_change(ablation),
+                       without.label);
+  }
   return fmt::format("{:+.1f} %, noise unknown: {} ran {} epochs, too few for a spread (3 or more)",
                      100 * wall_change(ablation), without.label, without.summary.epochs);
+}
+
+AblationEffect ablation_effect(const AblationResult& ablation) {
+  const std::optional<Effect> effect = effect_against_baseline(ablation);
+  const std::optional<RunSample> baseline = sample_of(*ablation.baseline);
+  AblationEffect out;
+  out.relative = effect ? effect->relative : wall_change(ablation);
+  if (effect) out.uncertainty = effect->uncertainty;
+  out.measurable = effect && measurable(*effect);
+  out.text = describe_effect(ablation);
+  if (baseline) out.baseline_band = kNormal95 * baseline->sample.standard_error / baseline->sample.mean;
+  return out;
 }
 
 }  // namespace ddp

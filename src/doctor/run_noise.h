@@ -30,4 +30,14 @@ double wall_change(const AblationResult& ablation);
 // ("+2.8 %, noise unknown: devices=2 ran 2 epochs, too few for a spread (3 or more)").
 std::string describe_effect(const AblationResult& ablation);
 
+// What doctor.json and the report show of an ablation whose run and baseline both ran.
+struct AblationEffect {
+  double relative = 0;                // the effect's, else the walls' change
+  std::optional<double> uncertainty;  // half-width of its 95 % band; none where the noise is unknown
+  bool measurable = false;
+  std::string text;                     // describe_effect's
+  std::optional<double> baseline_band;  // the baseline's own ±, relative: the band around zero
+};
+AblationEffect ablation_effect(const AblationResult& ablation);
+
 }  // namespace ddp

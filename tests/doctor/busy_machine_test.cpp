@@ -5,8 +5,9 @@
 
 #include <fstream>
 
-#include "doctor/doctor_runs.h"
+#include "doctor/doctor_file.h"
 #include "doctor/scaling_model.h"
+#include "support/doctor_document.h"
 #include "support/run_command.h"
 #include "train/records/run_summary.h"
 
@@ -40,20 +41,13 @@ TEST(BusyMachine, PredictWidensItsBandByTheShareOthersTook) {
   m.flops_per_second = 1e10;
   m.alpha_seconds = 1e-5;
   m.beta_bytes_per_second = 1e9;
-  nlohmann::json doctor = {
-      {"config", {{"devices", 2}, {"batch_size", 256}, {"hidden_size", 256}, {"hidden_layers", 3}}},
-      {"runs",
-       {{{"label", "devices=2"}, {"devices", 2}, {"ok", true}, {"summary", to_json(run_with_others(1.0).summary)}}}},
-      {"predictions",
-       {{{"label", "devices=2"},
-         {"devices", 2},
-         {"batch_size", 256},
-         {"hidden_size", 256},
-         {"hidden_layers", 3},
-         {"measured_wall_seconds", 2.0},
-         {"error", 0.0}}}},
-      {"model", to_json(m)}};
-  EXPECT_DOUBLE_EQ(busiest_share_of_cores(runs_of_doctor_json(doctor)), 0.25);
+  const auto doctor_with = [&](double others) {
+    return testing::doctor_document({{"devices", "2"}},
+                                    {{.devices = 2, .wall_seconds = 2.0, .summary = run_with_others(others).summary}},
+                                    {{.label = "devices=2", .devices = 2, .measured_wall_seconds = 2.0}}, m);
+  };
+  nlohmann::json doctor = doctor_with(1.0);
+  EXPECT_DOUBLE_EQ(busiest_share_of_cores(read_doctor_result(doctor, "doctor.json").runs), 0.25);
   const auto dir = ddp::testing::fresh_dir("busy_predict");
   std::ofstream(dir / "doctor.json") << doctor.dump();
   const auto r =
@@ -65,8 +59,7 @@ TEST(BusyMachine, PredictWidensItsBandByTheShareOthersTook) {
             std::string::npos)
       << r.out;
   // A quiet machine's few core-milliseconds (0.1 % of its cores) are no line of their own.
-  doctor["runs"][0]["summary"] = to_json(run_with_others(0.004).summary);
-  std::ofstream(dir / "doctor.json") << doctor.dump();
+  std::ofstream(dir / "doctor.json") << doctor_with(0.004).dump();
   const auto quiet =
       ddp::testing::run_command(std::string(DDPSCOPE_BINARY) + " predict --from doctor.json --devices 2", dir);
   ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
@@ -94,18 +87,9 @@ TEST(BusyMachine, RanksOutnumberingAMachinesCoresAreSaidAndWidenPredictsBand) {
   m.alpha_seconds = 1e-5;
   m.beta_bytes_per_second = 1e9;
   run.summary.host_load[0].ranks = 3;
-  const nlohmann::json doctor = {
-      {"config", {{"devices", 3}, {"batch_size", 256}, {"hidden_size", 256}, {"hidden_layers", 3}}},
-      {"runs", {{{"label", "devices=3"}, {"devices", 3}, {"ok", true}, {"summary", to_json(run.summary)}}}},
-      {"predictions",
-       {{{"label", "devices=3"},
-         {"devices", 3},
-         {"batch_size", 256},
-         {"hidden_size", 256},
-         {"hidden_layers", 3},
-         {"measured_wall_seconds", 2.0},
-         {"error", 0.0}}}},
-      {"model", to_json(m)}};
+  const nlohmann::json doctor =
+      testing::doctor_document({{"devices", "3"}}, {{.devices = 3, .wall_seconds = 2.0, .summary = run.summary}},
+                               {{.label = "devices=3", .devices = 3, .measured_wall_seconds = 2.0}}, m);
   const auto dir = ddp::testing::fresh_dir("shared_cores_predict");
   std::ofstream(dir / "doctor.json") << doctor.dump();
   const auto r =

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "doctor/scaling_model.h"
+#include "support/doctor_document.h"
 #include "support/run_command.h"
 
 namespace ddp {
@@ -34,43 +35,29 @@ ModelParameters model() {
   return m;
 }
 
+const OptionTexts kSeedOptions = {{"input_dim", "10"},
+                                  {"hidden_size", "256"},
+                                  {"hidden_layers", "3"},
+                                  {"output_dim", "1"},
+                                  {"dataset_size", "5000"},
+                                  {"batch_size", "256"},
+                                  {"max_epochs", "200"},
+                                  {"accumulate_grad_batches", "3"},
+                                  {"check_val_every_n_epoch", "1"},
+                                  {"limit_train_batches", "1.0"},
+                                  {"log_every_n_steps", "50"},
+                                  {"devices", "3"},
+                                  {"bucket_cap_mb", "25"},
+                                  {"sync_every_micro_batch", "false"},
+                                  {"monitor_mode", "per-step"}};
+
+// The seed's doctor at 1 and 3 devices, its model 2 % and -4 % off them.
 nlohmann::json doctor_json() {
-  return {{"schema", "ddpscope.doctor/1"},
-          {"config",
-           {{"input_dim", 10},
-            {"hidden_size", 256},
-            {"hidden_layers", 3},
-            {"output_dim", 1},
-            {"dataset_size", 5000},
-            {"batch_size", 256},
-            {"max_epochs", 200},
-            {"accumulate_grad_batches", 3},
-            {"check_val_every_n_epoch", 1},
-            {"limit_train_batches", 1.0},
-            {"log_every_n_steps", 50},
-            {"devices", 3},
-            {"bucket_cap_mb", 25},
-            {"sync_every_micro_batch", false},
-            {"monitor_mode", "per-step"}}},
-          {"runs",
-           {{{"label", "devices=1"}, {"devices", 1}, {"ok", true}},
-            {{"label", "devices=3"}, {"devices", 3}, {"ok", true}}}},
-          {"predictions",
-           {{{"label", "devices=1"},
-             {"devices", 1},
-             {"batch_size", 256},
-             {"hidden_size", 256},
-             {"hidden_layers", 3},
-             {"measured_wall_seconds", 10.0},
-             {"error", 0.02}},
-            {{"label", "devices=3"},
-             {"devices", 3},
-             {"batch_size", 256},
-             {"hidden_size", 256},
-             {"hidden_layers", 3},
-             {"measured_wall_seconds", 8.0},
-             {"error", -0.04}}}},
-          {"model", to_json(model())}};
+  return testing::doctor_document(kSeedOptions,
+                                  {{.devices = 1, .wall_seconds = 10.0}, {.devices = 3, .wall_seconds = 8.0}},
+                                  {{.label = "devices=1", .devices = 1, .measured_wall_seconds = 10.0, .error = 0.02},
+                                   {.label = "devices=3", .devices = 3, .measured_wall_seconds = 8.0, .error = -0.04}},
+                                  model());
 }
 
 std::string write(const std::filesystem::path& dir, const std::string& name, const std::string& text) {
@@ -216,7 +203,7 @@ TEST(PredictCommand, AModelThatPredictsNoFiniteTimeExitsWithThree) {
   };
   for (const Case& c : cases) {
     nlohmann::json doc = doctor_json();
-    doc["runs"] = {{{"devices", 1}, {"wall_seconds", 10.0}}};
+    doc["runs"].erase(1);  // the 1-device run alone
     doc["model"][c.field] = c.value;
     const std::string path = write(dir, c.field + ".json", doc.dump());
     const testing::CommandResult r = run_command(predict_command("--from " + path), dir);
@@ -279,10 +266,24 @@ TEST(PredictCommand, BadInputFilesExitWithThree) {
   EXPECT_NE(r.err.find("is not valid JSON"), std::string::npos) << r.err;
 
   nlohmann::json no_model = doctor_json();
-  no_model.erase("model");
+  no_model["model"] = nullptr;  // what a doctor that could not fit one writes
   r = run_command(predict_command("--from " + write(dir, "no_model.json", no_model.dump())), dir);
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("has no \"model\" block"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no_model.json has no \"model\"; write one with 'ddpscope doctor'"), std::string::npos) << r.err;
+  // The reader names the field and where it is: a run's summary, a prediction row.
+  nlohmann::json bad_run = doctor_json();
+  bad_run["runs"][1]["summary"].erase("epochs");
+  const std::string bad_run_path = write(dir, "bad_run.json", bad_run.dump());
+  r = run_command(predict_command("--from " + bad_run_path), dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "ddpscope: error: " + bad_run_path + " runs[1] summary has no \"epochs\"\n");
+  nlohmann::json bad_row = doctor_json();
+  bad_row["predictions"][0]["modelled"] = "yes";
+  const std::string bad_row_path = write(dir, "bad_row.json", bad_row.dump());
+  r = run_command(predict_command("--from " + bad_row_path), dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "ddpscope: error: " + bad_row_path +
+                       " predictions[0] field \"modelled\" is \"yes\", expected true or false\n");
 
   nlohmann::json missing = doctor_json();
   missing["model"].erase("flops_per_second");
@@ -381,23 +382,21 @@ TEST(PredictCommand, PrintsABandThatGrowsAwayFromTheMeasuredConfigurations) {
 // cannot see (loader workers: its workload is the baseline's) never counts.
 TEST(PredictCommand, TheBandTakesTheErrorOfTheNearestRunsTheModelSees) {
   const auto dir = fresh_dir("predict_band_nearest");
-  nlohmann::json doc = doctor_json();
-  doc["predictions"].push_back({{"label", "devices=3 width=1024"},
-                                {"devices", 3},
-                                {"batch_size", 256},
-                                {"hidden_size", 1024},
-                                {"hidden_layers", 3},
-                                {"measured_wall_seconds", 14.0},
-                                {"error", -0.28},
-                                {"modelled", true}});
-  doc["predictions"].push_back({{"label", "devices=3 loader-workers=1"},
-                                {"devices", 3},
-                                {"batch_size", 256},
-                                {"hidden_size", 256},
-                                {"hidden_layers", 3},
-                                {"measured_wall_seconds", 12.0},
-                                {"error", -0.35},
-                                {"modelled", false}});
+  nlohmann::json doc = testing::doctor_document(
+      kSeedOptions, {{.devices = 1, .wall_seconds = 10.0}, {.devices = 3, .wall_seconds = 8.0}},
+      {{.label = "devices=1", .devices = 1, .measured_wall_seconds = 10.0, .error = 0.02},
+       {.label = "devices=3", .devices = 3, .measured_wall_seconds = 8.0, .error = -0.04},
+       {.label = "devices=3 width=1024",
+        .devices = 3,
+        .measured_wall_seconds = 14.0,
+        .error = -0.28,
+        .hidden_size = 1024},
+       {.label = "devices=3 loader-workers=1",
+        .devices = 3,
+        .measured_wall_seconds = 12.0,
+        .error = -0.35,
+        .modelled = false}},
+      model());
   const std::string path = write(dir, "doctor.json", doc.dump(2));
   const auto band = [&](const std::string& args) {
     const testing::CommandResult r = run_command(predict_command("--from " + path + " --json " + args), dir);

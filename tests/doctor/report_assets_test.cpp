@@ -21,7 +21,7 @@ TEST(ReportAssets, AreTheirFilesByteForByte) {
 }
 
 TEST(ReportAssets, ThePageInlinesBothWhole) {
-  const std::string html = render_report_html(nlohmann::json::object());
+  const std::string html = render_report_html(ReportView{});
   EXPECT_NE(html.find("<style>\n" + std::string(report_css()) + "</style>"), std::string::npos);
   EXPECT_NE(html.find("<script>\n" + std::string(report_js()) + "</script>"), std::string::npos);
 }

@@ -8,6 +8,7 @@
 #include <regex>
 #include <string>
 
+#include "doctor/doctor_file.h"
 #include "doctor/report_html.h"
 #include "support/run_command.h"
 
@@ -20,11 +21,16 @@ constexpr const char* kChromium = "/usr/bin/chromium";
 // A cold start on two busy cores takes seconds; a minute means it hung.
 constexpr int kBrowserTimeoutSeconds = 60;
 
-nlohmann::json load_fixture(const std::string& name) {
+using Json = nlohmann::ordered_json;
+
+Json load_fixture(const std::string& name) {
   std::ifstream in(fs::path(__FILE__).parent_path() / "fixtures" / name);
   EXPECT_TRUE(in) << "missing fixture " << name;
-  return nlohmann::json::parse(in);
+  return Json::parse(in);
 }
+
+// The page of a document, read as doctor.json is.
+std::string render(const Json& doc) { return render_report_html(read_doctor_result(doc, "fixture.json")); }
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -45,11 +51,11 @@ class ReportBrowser : public ::testing::Test {
                                        << " not found: install Debian's Chromium with `apt-get install -y chromium` "
                                           "(the setup script installs it); this test needs a real browser.";
     dir_ = testing::fresh_dir("report_browser_" + std::to_string(::getpid()));
-    nlohmann::json doc = load_fixture("seed_doctor.json");
+    Json doc = load_fixture("seed_doctor.json");
     // Had escaping failed, the browser would run this and mark the body.
     doc["config"]["name"] = "</td><script>document.body.dataset.injected='1'</script>";
     report_ = dir_ / "report.html";
-    std::ofstream(report_) << render_report_html(doc);
+    std::ofstream(report_) << render(doc);
   }
 
   // Every flag keeps the browser off the network and away from any shared profile.
@@ -73,7 +79,8 @@ TEST_F(ReportBrowser, BuildsTheChartsSeriesAndFindingsInTheDom) {
   EXPECT_EQ(attribute(dom, "data-ready"), "1") << "the inline script did not run";
   EXPECT_EQ(attribute(dom, "data-series-count"), "2") << "one utilization series per device";
   EXPECT_EQ(attribute(dom, "data-finding-count"), "3");
-  EXPECT_EQ(attribute(dom, "data-svg-count"), "4") << "speedup, phases, utilization and its 1-device comparison";
+  EXPECT_EQ(attribute(dom, "data-svg-count"), "5")
+      << "speedup, phases, utilization and its 1-device comparison, the ablations' effects";
   EXPECT_EQ(attribute(dom, "data-injected"), "(absent)") << "text from the JSON ran as script";
   for (const char* id : {"speedup-chart", "phase-chart", "utilization-chart"}) {
     const std::size_t at = dom.find(std::string("id=\"") + id + "\"");
@@ -88,16 +95,14 @@ TEST_F(ReportBrowser, BuildsTheChartsSeriesAndFindingsInTheDom) {
 // The ablation chart as Chromium lays it out: no label or effect text reaches past the
 // chart's edges and no two x-axis tick labels overlap, even for long names and effects.
 TEST_F(ReportBrowser, TheAblationChartsTextsFitAndItsTicksDoNotOverlap) {
-  nlohmann::json doc = load_fixture("seed_doctor.json");
-  const double reaches[] = {0.231, 0.04, 0.05, 0.047, 0.05};
-  for (std::size_t i = 0; i < doc["ablations"].size(); ++i) {
-    nlohmann::json& a = doc["ablations"][i];
-    a["effect"] = {{"relative", i == 0 ? 0.2 : -0.2},  // an axis of ±50 %
-                   {"uncertainty", reaches[i]},
-                   {"measurable", i != 0},
-                   {"text", i == 0 ? "no measurable effect (\u00b123.0 %)" : "20.0 % faster (\u00b14.0 %)"},
-                   {"baseline_band", 0.033}};
-  }
+  Json doc = load_fixture("seed_doctor.json");
+  // Every run's epochs spread by 5 %: each effect gets its error bar and its baseline's band.
+  const auto spread = [](Json& run) {
+    const double epoch = run["wall_seconds"].get<double>() / 200;
+    run["summary"]["steady_epochs"] = {{"count", 199}, {"mean_seconds", epoch}, {"sd_seconds", 0.05 * epoch}};
+  };
+  for (Json& run : doc["runs"]) spread(run);
+  for (Json& run : doc["runs_ablations"]) spread(run);
   doc["ablations"][1]["name"] = "sync-every-micro-batch-and-per-sample-data";
   // Measured by the browser after layout, into attributes of the body that the dump shows.
   const std::string measure = R"(<script>
@@ -113,7 +118,7 @@ document.body.dataset.clippedTexts = clipped;
 document.body.dataset.overlappingTicks = overlaps;
 document.body.dataset.ticks = ticks.length;
 </script></body>)";
-  std::string html = render_report_html(doc);
+  std::string html = render(doc);
   html.replace(html.rfind("</body>"), 7, measure);
   std::ofstream(report_) << html;
   const testing::CommandResult result = chromium("--dump-dom", "profile_chart");

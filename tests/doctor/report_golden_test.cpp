@@ -1,7 +1,7 @@
-// report.html byte for byte: each case renders one document and compares the page with a file
-// under fixtures/golden/, written by the renderer before it was split into a view model and its
-// formatting. The style sheet and script stand as one marker line each in the files (report_assets_test
-// checks them byte for byte), so an edit to the assets does not touch these pages.
+// report.html byte for byte: each case reads one document with doctor.json's reader, renders its
+// result and compares the page with a file under fixtures/golden/. The style sheet and script
+// stand as one marker line each in the files (report_assets_test checks them byte for byte), so an
+// edit to the assets does not touch these pages.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "doctor/doctor_file.h"
 #include "doctor/report_assets.h"
 #include "doctor/report_html.h"
 #include "support/run_command.h"
@@ -21,7 +22,6 @@ using Json = nlohmann::ordered_json;
 
 const fs::path kFixtures = fs::path(DDPSCOPE_SOURCE_DIR) / "tests" / "doctor" / "fixtures";
 
-// Parsed as ordered JSON, as run_doctor renders it: the configuration keeps the file's order.
 Json load_fixture(const std::string& name) {
   std::ifstream in(kFixtures / name);
   EXPECT_TRUE(in) << "missing fixture " << name;
@@ -43,7 +43,7 @@ std::string with_asset_markers(std::string html) {
 // Compares with fixtures/golden/<name>.html. A differing or missing page is left in the
 // temporary folder, for `diff` or as the file of a new case.
 void expect_golden(const std::string& name, const Json& doc) {
-  const std::string actual = with_asset_markers(render_report_html(doc));
+  const std::string actual = with_asset_markers(render_report_html(read_doctor_result(doc, name + ".json")));
   const fs::path golden = kFixtures / "golden" / (name + ".html");
   const bool exists = fs::exists(golden);
   if (exists && testing::read_text(golden) == actual) return;
@@ -54,12 +54,6 @@ void expect_golden(const std::string& name, const Json& doc) {
 }
 
 TEST(ReportGolden, SeedDoctor) { expect_golden("seed_doctor", load_fixture("seed_doctor.json")); }
-
-TEST(ReportGolden, SeedDoctorFromUnorderedJson) {
-  // nlohmann::json sorts keys: the configuration grid is alphabetical.
-  const nlohmann::json sorted = load_fixture("seed_doctor.json");
-  expect_golden("seed_doctor_sorted", Json(sorted));
-}
 
 // The arrival lag chart: the 2-device run's ranks, rank 1 last and named the straggler.
 TEST(ReportGolden, SeedDoctorWithArrivals) {
@@ -91,32 +85,34 @@ TEST(ReportGolden, SeedDoctorVaried) {
   Json predictions = Json::array();
   for (const Json& p : doc["predictions"])
     if (p["devices"].get<int>() <= 8) predictions.push_back(p);
-  predictions[0]["error"] = 0.31;
+  predictions[0]["predicted_wall_seconds"] = 1.31 * predictions[0]["measured_wall_seconds"].get<double>();
   predictions[1]["hidden_layers"] = 8;
   doc["predictions"] = predictions;
   for (Json& run : doc["runs"]) run["summary"]["config"]["monitor_mode"] = "per-step";
+  Json failed = doc["runs_ablations"][0];
+  failed["label"] = "devices=2 no-overlap";
+  failed["devices"] = 2;
+  failed["ok"] = false;
+  failed["error"] = "rank 1 exited with code 4";
+  failed.erase("summary");
+  failed.erase("wall_seconds");
   doc["ablations"].push_back({{"name", "no-overlap"}, {"devices", 2}, {"error", "rank 1 exited with code 4"}});
+  doc["runs_ablations"].push_back(failed);
   doc["findings"] = Json::array();
   doc["config"]["preset"] = "";
   expect_golden("seed_doctor_varied", doc);
 }
 
-// The ablations' effects with their noise: the effect chart's error bars and noise band.
+// The ablations' effects with their noise (each run's steady epochs): the effect chart's error
+// bars and noise band.
 TEST(ReportGolden, SeedDoctorWithNoise) {
   Json doc = load_fixture("seed_doctor.json");
-  const double bands[] = {0.021, 0.033, 0.033, 0.033, 0.033};
-  const double uncertainties[] = {0.031, 0.045, 0.04, 0.047, 0.05};
-  const char* texts[] = {"28.5 % slower (±3.1 %)", "36.9 % slower (±4.5 %)", "30.0 % slower (±4.0 %)",
-                         "13.4 % slower (±4.7 %)", "46.4 % faster (±5.0 %)"};
-  for (std::size_t i = 0; i < doc["ablations"].size(); ++i) {
-    Json& a = doc["ablations"][i];
-    const double change = a["wall_seconds"].get<double>() / a["baseline_wall_seconds"].get<double>() - 1;
-    a["effect"] = {{"relative", change},
-                   {"uncertainty", uncertainties[i]},
-                   {"measurable", true},
-                   {"text", texts[i]},
-                   {"baseline_band", bands[i]}};
-  }
+  const auto with_spread = [](Json& run, double relative_sd) {
+    const double epoch = run["wall_seconds"].get<double>() / run["epochs"].get<double>();
+    run["summary"]["steady_epochs"] = {{"count", 19}, {"mean_seconds", epoch}, {"sd_seconds", relative_sd * epoch}};
+  };
+  for (Json& run : doc["runs"]) with_spread(run, 0.05);
+  for (Json& run : doc["runs_ablations"]) with_spread(run, 0.07);
   expect_golden("seed_doctor_noise", doc);
 }
 
@@ -124,31 +120,35 @@ TEST(ReportGolden, MonitorOff) {
   Json doc = load_fixture("seed_doctor.json");
   for (Json& run : doc["runs"]) {
     run["summary"]["config"]["monitor_interval_ms"] = 0;
-    run["utilization"] = Json::array();
+    run["summary"]["utilization_per_rank"] = Json::array();
   }
   expect_golden("monitor_off", doc);
 }
 
-// The question in the title follows the largest run's speedup.
+// The question in the title follows the largest run's speedup, the 1-device run's wall over its.
 TEST(ReportGolden, QuestionFollowsTheSpeedup) {
   Json doc = load_fixture("seed_doctor.json");
-  doc["speedup"]["2"] = 0.8;
+  const double one = doc["runs"][0]["wall_seconds"].get<double>();
+  doc["runs"][1]["wall_seconds"] = one / 0.8;
   expect_golden("slower_than_one", doc);
-  doc["speedup"]["2"] = 1.9;
+  doc["runs"][1]["wall_seconds"] = one / 1.9;
   expect_golden("faster_than_one", doc);
 }
 
-TEST(ReportGolden, MissingAndMistypedFields) {
-  expect_golden("empty_object", Json::object());
-  expect_golden("array", Json::array());
-  expect_golden("odd", Json::parse(R"({
-    "schema": 7, "config": [], "notes": "not a list", "runs": [5, {"summary": "x"}, {"devices": "two",
-    "summary": {"wall_seconds": "slow", "phases": {"forward": -1, "data": null}}, "utilization": [{"points": [[1], "a",
-    [0, 50]]}]}], "speedup": {"2": "fast"}, "predictions": [null, {"devices": 0, "predicted_wall_seconds": 0}],
-    "ablations": [{}], "findings": [null, {"evidence": [1, null]}], "model": {"alpha_seconds": "n/a"}
-  })"));
-  expect_golden("no_completed_run",
-                Json::parse(R"({"runs": [{"label": "devices=2", "ok": false, "error": "x"}], "findings": []})"));
+// A study whose one run failed: no chart can be drawn, and each place says why.
+TEST(ReportGolden, NoCompletedRun) {
+  Json doc = load_fixture("seed_doctor.json");
+  doc["runs"] = Json::array({{{"label", "devices=2"},
+                              {"devices", 2},
+                              {"command", "ddpscope train --devices 2"},
+                              {"epochs_run", 0},
+                              {"epochs", 200},
+                              {"extrapolated", false},
+                              {"ok", false},
+                              {"error", "x"}}});
+  doc["model"] = nullptr;
+  doc["predictions"] = doc["ablations"] = doc["runs_ablations"] = doc["findings"] = Json::array();
+  expect_golden("no_completed_run", doc);
 }
 
 }  // namespace

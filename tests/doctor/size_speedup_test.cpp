@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "doctor/doctor_result.h"
 #include "doctor/report_html.h"
 #include "doctor/report_view.h"
 
@@ -54,20 +55,14 @@ TEST(SizeSpeedup, AFailedRunOfThePairGivesNoNumbers) {
 }
 
 TEST(SizeSpeedup, TheReportShowsSizesAsSpeedupsAndNotAsWallChanges) {
-  const nlohmann::ordered_json doc = {
-      {"schema", "ddpscope.doctor/1"},
-      {"ablations",
-       {{{"name", "width=1024"}, {"devices", 1}, {"wall_seconds", 94.81}, {"baseline_wall_seconds", 6.86}},
-        {{"name", "loader-workers=1"}, {"devices", 1}, {"wall_seconds", 6.0}, {"baseline_wall_seconds", 6.86}}}},
-      {"size_speedups",
-       {{{"name", "width=1024"},
-         {"devices", 2},
-         {"one_device_wall_seconds", 94.81},
-         {"wall_seconds", 50.0},
-         {"speedup", 1.8962},
-         {"baseline_speedup", 0.8575},
-         {"samples_per_second", 40000}}}}};
-  const ReportView view = build_report_view(doc);
+  DoctorResult result;
+  result.ablations_run = true;
+  result.runs = {run(1, 6.86), run(2, 8.0)};
+  result.ablations.push_back(ablation("width=1024", run(1, 94.81), result.runs[0]));
+  result.ablations.push_back(ablation("width=1024", run(2, 50.0, 2000000), result.runs[1]));
+  result.ablations.push_back(ablation("loader-workers=1", run(1, 6.0), result.runs[0]));
+  result.size_speedups = size_speedups(result.ablations, result.runs);
+  const ReportView view = build_report_view(result);
   ASSERT_TRUE(view.ablations.has_value());
   ASSERT_EQ(view.ablations->size(), 1u);
   EXPECT_EQ(view.ablations->front().name, "loader-workers=1");

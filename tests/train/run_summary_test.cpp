@@ -289,7 +289,7 @@ TEST(RunSummary, TheThreadCensusRoundTripsAndAnOlderSummaryHasNone) {
     read_back(bad);
     ADD_FAILURE() << "read without an error";
   } catch (const DataError& e) {
-    EXPECT_STREQ(e.what(), "summary.json threads_per_rank field \"omp_threads\" is \"many\", expected a number");
+    EXPECT_STREQ(e.what(), "summary.json threads_per_rank field \"omp_threads\" is \"many\", expected an integer");
   }
 }
 

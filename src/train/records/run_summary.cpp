@@ -7,12 +7,17 @@
 
 #include "ddpscope/config.h"
 #include "ddpscope/error.h"
+#include "io/json_fields.h"
 #include "train/config/option_json.h"
 #include "train/config/options.h"
 #include "train/config/run_config.h"
 
 namespace ddp {
 namespace {
+
+using json_fields::member;
+using json_fields::read;
+using json_fields::read_array;
 
 using Json = nlohmann::ordered_json;  // "config" keeps the option table's order
 
@@ -64,26 +69,6 @@ nlohmann::ordered_json arrivals_json(const ArrivalSummary& a) {
   return j;
 }
 
-// Readers that name the field they could not read ("summary.json field "epochs" is ...").
-const Json& member(const Json& j, const std::string& key, const std::string& where) {
-  if (!j.is_object()) throw DataError(fmt::format("{} is not a JSON object", where));
-  const auto it = j.find(key);
-  if (it == j.end()) throw DataError(fmt::format("{} has no \"{}\"", where, key));
-  return *it;
-}
-
-template <typename T>
-T read(const Json& j, const std::string& key, const std::string& where) {
-  const Json& value = member(j, key, where);
-  const bool ok = std::is_same_v<T, std::string> ? value.is_string()
-                  : std::is_floating_point_v<T>  ? value.is_number()
-                                                 : value.is_number_integer();
-  if (!ok)
-    throw DataError(fmt::format("{} field \"{}\" is {}, expected {}", where, key, value.dump(),
-                                std::is_same_v<T, std::string> ? "a string" : "a number"));
-  return value.get<T>();
-}
-
 // One of an enum's spellings; what ran is never "auto".
 template <typename E>
 E read_spelling(const Json& j, const std::string& key, const std::string& where, std::string_view expected) {
@@ -92,18 +77,6 @@ E read_spelling(const Json& j, const std::string& key, const std::string& where,
   if (!value || text == "auto")
     throw DataError(fmt::format("{} field \"{}\" is \"{}\", expected {}", where, key, text, expected));
   return *value;
-}
-
-std::optional<double> read_optional(const Json& j, const std::string& key, const std::string& where) {
-  const Json& value = member(j, key, where);
-  if (value.is_null()) return std::nullopt;
-  return read<double>(j, key, where);
-}
-
-const Json& read_array(const Json& j, const std::string& key, const std::string& where) {
-  const Json& value = member(j, key, where);
-  if (!value.is_array()) throw DataError(fmt::format("{} field \"{}\" is not a list", where, key));
-  return value;
 }
 
 PhaseSeconds read_phases(const Json& j, const std::string& where) {
@@ -129,7 +102,7 @@ SchedDelta read_sched(const Json& j, const std::string& where) {
   d.wait_share = read<double>(j, "wait_share", where);
   d.voluntary_switches = read<uint64_t>(j, "voluntary_switches", where);
   d.involuntary_switches = read<uint64_t>(j, "involuntary_switches", where);
-  d.steal_seconds = read_optional(j, "steal_seconds", where);
+  d.steal_seconds = json_fields::read_optional<double>(j, "steal_seconds", where);
   return d;
 }
 
@@ -326,13 +299,14 @@ nlohmann::ordered_json to_json(const RunSummary& s) {
   return j;
 }
 
-void from_json(const Json& j, RunSummary& s) {
-  const std::string where = "summary.json";
+void from_json(const Json& j, RunSummary& s) { s = read_run_summary(j, "summary.json"); }
+
+RunSummary read_run_summary(const Json& j, const std::string& where) {
+  RunSummary s;
   if (read<std::string>(j, "schema", where) != "ddpscope.summary/1") {
     throw DataError(
         fmt::format("{} field \"schema\" is {}, expected \"ddpscope.summary/1\"", where, j["schema"].dump()));
   }
-  s = RunSummary{};
   s.version = read<std::string>(j, "version", where);
   const Json& config = member(j, "config", where);
   if (!config.is_object()) throw DataError(fmt::format("{} field \"config\" is not a JSON object", where));
@@ -365,8 +339,8 @@ void from_json(const Json& j, RunSummary& s) {
   s.gemm_peak_flops_per_second =
       read<double>(throughput, "gemm_peak_flops_per_second_per_device", where + " throughput");
   const Json& final_metrics = member(j, "final", where);
-  s.final_train_loss = read_optional(final_metrics, "train_loss", where + " final");
-  s.final_val_loss = read_optional(final_metrics, "val_loss", where + " final");
+  s.final_train_loss = json_fields::read_optional<double>(final_metrics, "train_loss", where + " final");
+  s.final_val_loss = json_fields::read_optional<double>(final_metrics, "val_loss", where + " final");
   for (const auto& host : read_array(j, "hosts", where)) {
     if (!host.is_string())
       throw DataError(fmt::format("{} field \"hosts\" holds {}, expected strings", where, host.dump()));
@@ -413,12 +387,7 @@ void from_json(const Json& j, RunSummary& s) {
     }
   }
   s.arrivals = read_arrivals(member(j, "arrivals", where), where + " arrivals");
-  for (const auto& warning : read_array(j, "warnings", where)) {
-    if (!warning.is_string()) {
-      throw DataError(fmt::format("{} field \"warnings\" holds {}, expected strings", where, warning.dump()));
-    }
-    s.warnings.push_back(warning.get<std::string>());
-  }
+  s.warnings = json_fields::read_strings(j, "warnings", where);
   if (j.contains("steady_epochs")) {  // absent: fewer than 3 epochs, or a summary.json from before it
     const Json& steady = j["steady_epochs"];
     const std::string in = where + " steady_epochs";
@@ -426,6 +395,7 @@ void from_json(const Json& j, RunSummary& s) {
                        .mean_seconds = read<double>(steady, "mean_seconds", in),
                        .sd_seconds = read<double>(steady, "sd_seconds", in)};
   }
+  return s;
 }
 
 }  // namespace ddp

@@ -133,8 +133,10 @@ const RunSummary& run_summary(const Trainer& trainer);
 
 nlohmann::ordered_json to_json(const RunSummary& summary);
 
-// Throws DataError naming the first field that is missing or of the wrong type (also what
-// j.get<RunSummary>() calls). Ordered, as "config" keeps the option table's order.
+// Throws DataError naming the first field that is missing or of the wrong type, and `where` it is
+// ("summary.json", "doctor.json runs[1] summary"). Ordered, as "config" keeps the option table's
+// order. from_json (what j.get<RunSummary>() calls) reads a summary.json.
+RunSummary read_run_summary(const nlohmann::ordered_json& j, const std::string& where);
 void from_json(const nlohmann::ordered_json& j, RunSummary& summary);
 
 }  // namespace ddp

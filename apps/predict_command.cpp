@@ -288,6 +288,7 @@ void print_text(const Forecast& f) {
   fmt::print("\n");
   fmt::print("{:<12} {:>10} {:>7}\n", "phase", "seconds", "share");
   for (std::size_t phase = 0; phase < kPhaseCount; ++phase) {
+    if (traced_only(phase)) continue;  // no model phase
     fmt::print("{:<12} {:>10.4f} {:>6.1f}%\n", kPhaseNames[phase], p.phases[phase],
                100.0 * p.phases[phase] / p.wall_seconds);
   }
@@ -326,7 +327,9 @@ nlohmann::ordered_json sweep_json(const std::vector<SweepPoint>& sweep, const ch
 
 nlohmann::ordered_json prediction_json(const Prediction& p) {
   nlohmann::ordered_json phases = nlohmann::ordered_json::object();
-  for (std::size_t phase = 0; phase < kPhaseCount; ++phase) phases[std::string(kPhaseNames[phase])] = p.phases[phase];
+  for (std::size_t phase = 0; phase < kPhaseCount; ++phase) {
+    if (!traced_only(phase)) phases[std::string(kPhaseNames[phase])] = p.phases[phase];
+  }
   return {{"devices", p.config.devices},
           {"wall_seconds", p.wall_seconds},
           {"one_device_wall_seconds", p.one_device_wall_seconds},

@@ -13,11 +13,11 @@
 namespace ddp {
 namespace {
 
-std::size_t index(StepPart part) { return static_cast<std::size_t>(part); }
+std::size_t index(Phase part) { return static_cast<std::size_t>(part); }
 
-nlohmann::ordered_json parts_json(const std::array<double, kStepPartCount>& ms) {
+nlohmann::ordered_json parts_json(const std::array<double, kPhaseCount>& ms) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (std::size_t p = 0; p < kStepPartCount; ++p) j[std::string(kStepPartNames[p])] = ms[p];
+  for (const Phase p : kStepPhases) j[std::string(phase_name(p))] = ms[index(p)];
   return j;
 }
 
@@ -42,11 +42,11 @@ std::string analysis_text(const TraceAnalysis& a) {
                                       "hidden under compute, idle time by what the host was doing"
                                     : "; the training thread's time");
   fmt::format_to(to, "{:>5} {:>9} {:>7}", "rank", "step", "±sd");
-  for (std::string_view name : kStepPartNames) fmt::format_to(to, " {:>12}", name);
+  for (const Phase p : kStepPhases) fmt::format_to(to, " {:>12}", phase_name(p));
   fmt::format_to(to, "\n");
   for (const RankBreakdown& b : a.ranks) {
     fmt::format_to(to, "{:>5} {:>9.3f} {:>7.3f}", b.rank, b.step_ms, b.step_ms_stddev);
-    for (double ms : b.part_ms) fmt::format_to(to, " {:>12.3f}", ms);
+    for (const Phase p : kStepPhases) fmt::format_to(to, " {:>12.3f}", b.part_ms[index(p)]);
     fmt::format_to(to, "\n");
   }
   if (a.collectives && a.collectives->matched > 0) {
@@ -64,13 +64,13 @@ std::string analysis_text(const TraceAnalysis& a) {
       fmt::format_to(to,
                      "Straggler: rank {}. The others wait for it; it is slowest in {}, {:.3f} ms per step more than "
                      "the slowest other rank ({:.1f} % of its step).\n",
-                     slow.rank, kStepPartNames[index(a.straggler_part->part)], a.straggler_part->excess_ms_per_step,
+                     slow.rank, kPhaseNames[index(a.straggler_part->part)], a.straggler_part->excess_ms_per_step,
                      100 * a.straggler_part->excess_ms_per_step / slow.step_ms);
     } else if (a.slower_rank) {
       fmt::format_to(to,
                      "Slower rank: {}. The others wait for it; it is slower in {}, {:.3f} ms per step more than the "
                      "slowest other rank, which the traces cannot tell from a shared or slower core.\n",
-                     a.slower_rank->rank, kStepPartNames[index(a.slower_rank->parts.front().part)],
+                     a.slower_rank->rank, kPhaseNames[index(a.slower_rank->parts.front().part)],
                      a.slower_rank->parts.front().excess_ms_per_step);
     } else {
       fmt::format_to(to, "No straggler: no rank holds the others back by more than the noise.\n");
@@ -158,7 +158,7 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
                         {"wait_ms_per_step", c.wait_ms_per_step}};
     if (c.straggler && a.straggler_part) {
       j["straggler"] = {{"rank", a.ranks[static_cast<std::size_t>(c.straggler->rank)].rank},
-                        {"part", kStepPartNames[index(a.straggler_part->part)]},
+                        {"part", kPhaseNames[index(a.straggler_part->part)]},
                         {"excess_ms_per_step", a.straggler_part->excess_ms_per_step},
                         {"others_wait_ms_per_step", 1e3 * c.straggler->cost_seconds_per_step}};
     } else {
@@ -167,7 +167,7 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
     if (a.slower_rank) {
       nlohmann::ordered_json parts = nlohmann::ordered_json::object();
       for (const SlowPart& p : a.slower_rank->parts)
-        parts[std::string(kStepPartNames[index(p.part)])] = p.excess_ms_per_step;
+        parts[std::string(kPhaseNames[index(p.part)])] = p.excess_ms_per_step;
       j["slower_rank"] = {{"rank", a.slower_rank->rank}, {"excess_ms_per_step", parts}};
     }
   }

@@ -26,9 +26,9 @@ CollectiveOrigins::CollectiveOrigins(const TraceFile& t, const std::vector<Trace
     if (e.kind != EventKind::kHostOp) continue;
     const std::string_view name = t.names[e.name];
     if (is_launch_op(name)) host_launches_.emplace_back(e.start_ns, e.thread);
-    const std::optional<StepPart> part = part_of_op(name);
-    if (part == StepPart::kBackward) backward_[e.thread].push_back(span);
-    if (part == StepPart::kForward && e.thread == training_thread) forward_.push_back(span);
+    const std::optional<Phase> part = part_of_op(name);
+    if (part == Phase::kBackward) backward_[e.thread].push_back(span);
+    if (part == Phase::kForward && e.thread == training_thread) forward_.push_back(span);
   }
   for (std::vector<TimeSpan>& spans : backward_) spans = merged(std::move(spans));
   forward_ = merged(std::move(forward_));

@@ -73,8 +73,8 @@ std::string merged_chrome_trace(const TraceAnalysis& a) {
         rank.rank);
     for (const TraceStep& s : rank.steps.steps) {
       nlohmann::ordered_json parts;
-      for (std::size_t p = 0; p < kStepPartCount; ++p) {
-        parts[std::string(kStepPartNames[p]) + "_ms"] = static_cast<double>(s.part_ns[p]) / 1e6;
+      for (const Phase p : kStepPhases) {
+        parts[std::string(phase_name(p)) + "_ms"] = static_cast<double>(s.part_ns[static_cast<std::size_t>(p)]) / 1e6;
       }
       fmt::format_to(next(),
                      "{{\"name\":\"step {}\",\"cat\":\"step\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},"

@@ -13,40 +13,40 @@ namespace {
 struct Rule {
   enum class Match { kExact, kPrefix, kContains, kSuffix } match;
   std::string_view text;
-  StepPart part;
+  Phase part;
 };
 
 // First match wins: more specific names first. PyTorch (eager and DDP), Lightning's
 // profiler annotations ([Strategy], [LightningModule], [_TrainingEpochLoop]) and the
 // "## forward ##" markers of PyTorch's own profiling examples.
 constexpr std::array kRules = {
-    Rule{Rule::Match::kPrefix, "gloo:", StepPart::kCommWait},
-    Rule{Rule::Match::kPrefix, "nccl:", StepPart::kCommWait},
-    Rule{Rule::Match::kPrefix, "c10d::", StepPart::kCommWait},
-    Rule{Rule::Match::kPrefix, "record_param_comms", StepPart::kCommWait},
-    Rule{Rule::Match::kPrefix, "enumerate(DataLoader)", StepPart::kData},
-    Rule{Rule::Match::kContains, "train_dataloader_next", StepPart::kData},
-    Rule{Rule::Match::kPrefix, "## forward ##", StepPart::kForward},
-    Rule{Rule::Match::kPrefix, "## backward ##", StepPart::kBackward},
-    Rule{Rule::Match::kPrefix, "## optimizer ##", StepPart::kOptimizer},
-    Rule{Rule::Match::kPrefix, "Optimizer.step#", StepPart::kOptimizer},
-    Rule{Rule::Match::kPrefix, "Optimizer.zero_grad#", StepPart::kOptimizer},
-    Rule{Rule::Match::kContains, "optimizer_step", StepPart::kOptimizer},
-    Rule{Rule::Match::kContains, "optimizer_zero_grad", StepPart::kOptimizer},
-    Rule{Rule::Match::kContains, "validation_step", StepPart::kValidation},
-    Rule{Rule::Match::kPrefix, "autograd::engine::evaluate_function", StepPart::kBackward},
-    Rule{Rule::Match::kContains, ".backward", StepPart::kBackward},
-    Rule{Rule::Match::kSuffix, "Backward0", StepPart::kBackward},
-    Rule{Rule::Match::kSuffix, "Backward1", StepPart::kBackward},
-    Rule{Rule::Match::kPrefix, "DistributedDataParallel.forward", StepPart::kForward},
-    Rule{Rule::Match::kContains, "training_step", StepPart::kForward},
+    Rule{Rule::Match::kPrefix, "gloo:", Phase::kCommWait},
+    Rule{Rule::Match::kPrefix, "nccl:", Phase::kCommWait},
+    Rule{Rule::Match::kPrefix, "c10d::", Phase::kCommWait},
+    Rule{Rule::Match::kPrefix, "record_param_comms", Phase::kCommWait},
+    Rule{Rule::Match::kPrefix, "enumerate(DataLoader)", Phase::kData},
+    Rule{Rule::Match::kContains, "train_dataloader_next", Phase::kData},
+    Rule{Rule::Match::kPrefix, "## forward ##", Phase::kForward},
+    Rule{Rule::Match::kPrefix, "## backward ##", Phase::kBackward},
+    Rule{Rule::Match::kPrefix, "## optimizer ##", Phase::kOptimizer},
+    Rule{Rule::Match::kPrefix, "Optimizer.step#", Phase::kOptimizer},
+    Rule{Rule::Match::kPrefix, "Optimizer.zero_grad#", Phase::kOptimizer},
+    Rule{Rule::Match::kContains, "optimizer_step", Phase::kOptimizer},
+    Rule{Rule::Match::kContains, "optimizer_zero_grad", Phase::kOptimizer},
+    Rule{Rule::Match::kContains, "validation_step", Phase::kValidation},
+    Rule{Rule::Match::kPrefix, "autograd::engine::evaluate_function", Phase::kBackward},
+    Rule{Rule::Match::kContains, ".backward", Phase::kBackward},
+    Rule{Rule::Match::kSuffix, "Backward0", Phase::kBackward},
+    Rule{Rule::Match::kSuffix, "Backward1", Phase::kBackward},
+    Rule{Rule::Match::kPrefix, "DistributedDataParallel.forward", Phase::kForward},
+    Rule{Rule::Match::kContains, "training_step", Phase::kForward},
     // ddpscope's own trace.json names its spans by phase, exactly.
-    Rule{Rule::Match::kExact, "data", StepPart::kData},
-    Rule{Rule::Match::kExact, "forward", StepPart::kForward},
-    Rule{Rule::Match::kExact, "backward", StepPart::kBackward},
-    Rule{Rule::Match::kExact, "comm_wait", StepPart::kCommWait},
-    Rule{Rule::Match::kExact, "optimizer", StepPart::kOptimizer},
-    Rule{Rule::Match::kExact, "validation", StepPart::kValidation},
+    Rule{Rule::Match::kExact, "data", Phase::kData},
+    Rule{Rule::Match::kExact, "forward", Phase::kForward},
+    Rule{Rule::Match::kExact, "backward", Phase::kBackward},
+    Rule{Rule::Match::kExact, "comm_wait", Phase::kCommWait},
+    Rule{Rule::Match::kExact, "optimizer", Phase::kOptimizer},
+    Rule{Rule::Match::kExact, "validation", Phase::kValidation},
 };
 
 bool matches(const Rule& rule, std::string_view name) {
@@ -65,7 +65,7 @@ bool matches(const Rule& rule, std::string_view name) {
 
 }  // namespace
 
-std::optional<StepPart> part_of_op(std::string_view name) {
+std::optional<Phase> part_of_op(std::string_view name) {
   for (const Rule& rule : kRules) {
     if (matches(rule, name)) return rule.part;
   }

@@ -1,33 +1,25 @@
 #pragma once
-// Which part of a training step an operator or annotation of a PyTorch or Lightning trace
-// belongs to, by its name: the one table of such names (tested against real traces).
+// Which phase of a training step (observe/phase.h) an operator or annotation of a PyTorch or
+// Lightning trace belongs to, by its name: the one table of such names (tested against real
+// traces). A step's time outside any op is python; inside framework ops that name no phase and
+// have no named ancestor, other.
+#include <array>
 #include <optional>
 #include <string_view>
 
+#include "observe/phase.h"
+
 namespace ddp {
 
-// The parts a step's time is split into. kPython: inside the step, outside any framework op
-// (plain Python, such as a per-step NVML probe); kUnattributed: inside framework ops that
-// belong to no part here (a loss computed outside forward, a tensor copy between parts).
-// kLaunch: on a GPU job, the GPU idle while the host works (launch overhead).
-enum class StepPart {
-  kData,
-  kForward,
-  kBackward,
-  kCommWait,
-  kOptimizer,
-  kValidation,
-  kLaunch,
-  kPython,
-  kUnattributed,
-};
-inline constexpr std::size_t kStepPartCount = 9;
-inline constexpr std::string_view kStepPartNames[kStepPartCount] = {
-    "data", "forward", "backward", "comm_wait", "optimizer", "validation", "launch", "python", "unattributed"};
+// The phases a traced step is split into (its startup, logging and monitor are not in a trace),
+// in the order the text, the JSON and the merged trace show them.
+inline constexpr std::array<Phase, 9> kStepPhases = {Phase::kData,     Phase::kForward,   Phase::kBackward,
+                                                     Phase::kCommWait, Phase::kOptimizer, Phase::kValidation,
+                                                     Phase::kLaunch,   Phase::kPython,    Phase::kOther};
 
 // The part an operator's name puts it in, or nullopt for a framework op that names none (it
 // takes its enclosing op's part). Collectives (gloo:*, nccl:*, c10d::*) are kCommWait.
-std::optional<StepPart> part_of_op(std::string_view name);
+std::optional<Phase> part_of_op(std::string_view name);
 
 // Whether a host event names a collective's own work: "gloo:all_reduce", "nccl:broadcast", and
 // ddpscope's "allreduce" spans.

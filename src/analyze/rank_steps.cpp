@@ -25,10 +25,10 @@ struct Window {
 struct Segment {
   int64_t start = 0;
   int64_t end = 0;
-  StepPart part = StepPart::kPython;
+  Phase part = Phase::kPython;
 };
 
-std::size_t index(StepPart part) { return static_cast<std::size_t>(part); }
+std::size_t index(Phase part) { return static_cast<std::size_t>(part); }
 
 bool is_host(const TraceEvent& e) { return e.kind == EventKind::kHostOp; }
 
@@ -127,7 +127,7 @@ class StepSplitter {
   std::vector<RawSegment> split(int64_t start, int64_t end) {
     struct Open {
       int64_t end;
-      StepPart part;
+      Phase part;
       bool region;
     };
     std::vector<Open> stack;
@@ -136,7 +136,7 @@ class StepSplitter {
     const auto emit = [&](int64_t until) {
       if (until <= cursor) return;
       if (stack.empty())
-        out.push_back({{cursor, until, StepPart::kPython}, false, false});
+        out.push_back({{cursor, until, Phase::kPython}, false, false});
       else
         out.push_back({{cursor, until, stack.back().part}, true, stack.back().region});
       cursor = until;
@@ -154,8 +154,8 @@ class StepSplitter {
       close_until(a);
       emit(a);
       if (!stack.empty()) b = std::min(b, stack.back().end);  // nesting kept even if the file's is not
-      const std::optional<StepPart> own = part_of_op(t_.names[e->name]);
-      const StepPart part = own ? *own : (stack.empty() ? StepPart::kUnattributed : stack.back().part);
+      const std::optional<Phase> own = part_of_op(t_.names[e->name]);
+      const Phase part = own ? *own : (stack.empty() ? Phase::kOther : stack.back().part);
       stack.push_back({b, part, t_.is_region(*e)});
     }
     close_until(end);
@@ -179,14 +179,14 @@ constexpr int64_t kUnusualGapFactor = 10;
 void python_in_forward(std::vector<RawSegment>& raw) {
   std::vector<int64_t> own;
   for (const RawSegment& r : raw) {
-    if (r.own && r.segment.part == StepPart::kForward) own.push_back(r.segment.end - r.segment.start);
+    if (r.own && r.segment.part == Phase::kForward) own.push_back(r.segment.end - r.segment.start);
   }
   if (own.empty()) return;
   std::nth_element(own.begin(), own.begin() + static_cast<std::ptrdiff_t>(own.size() / 2), own.end());
   const int64_t longest_usual = std::max(kPythonInForwardNs, kUnusualGapFactor * own[own.size() / 2]);
   for (RawSegment& r : raw) {
-    if (r.own && r.segment.part == StepPart::kForward && r.segment.end - r.segment.start > longest_usual) {
-      r.segment.part = StepPart::kPython;
+    if (r.own && r.segment.part == Phase::kForward && r.segment.end - r.segment.start > longest_usual) {
+      r.segment.part = Phase::kPython;
     }
   }
 }
@@ -202,7 +202,7 @@ std::vector<Segment> resolve_gaps(const std::vector<RawSegment>& raw,
       out.push_back(seg);
       continue;
     }
-    std::optional<StepPart> before, after;
+    std::optional<Phase> before, after;
     for (std::size_t j = i; j-- > 0;) {
       if (raw[j].in_op) {
         before = raw[j].segment.part;
@@ -215,8 +215,7 @@ std::vector<Segment> resolve_gaps(const std::vector<RawSegment>& raw,
         break;
       }
     }
-    const StepPart idle =
-        before && after && *before == *after && *before != StepPart::kUnattributed ? *before : StepPart::kPython;
+    const Phase idle = before && after && *before == *after && *before != Phase::kOther ? *before : Phase::kPython;
     // Walk the gap through the in-flight collectives.
     int64_t cursor = seg.start;
     auto it = std::lower_bound(in_flight.begin(), in_flight.end(), std::pair<int64_t, int64_t>{cursor, cursor},
@@ -225,7 +224,7 @@ std::vector<Segment> resolve_gaps(const std::vector<RawSegment>& raw,
       const int64_t a = std::max(cursor, it->first);
       const int64_t b = std::min(seg.end, it->second);
       if (a > cursor) out.push_back({cursor, a, idle});
-      if (b > a) out.push_back({a, b, StepPart::kCommWait});
+      if (b > a) out.push_back({a, b, Phase::kCommWait});
       cursor = std::max(cursor, b);
     }
     if (seg.end > cursor) out.push_back({cursor, seg.end, idle});
@@ -234,12 +233,12 @@ std::vector<Segment> resolve_gaps(const std::vector<RawSegment>& raw,
 }
 
 // The host part at a moment, from the steps' segments (sorted); kLaunch outside them.
-StepPart host_part_at(const std::vector<Segment>& segments, int64_t time) {
+Phase host_part_at(const std::vector<Segment>& segments, int64_t time) {
   auto it =
       std::upper_bound(segments.begin(), segments.end(), time, [](int64_t t, const Segment& s) { return t < s.start; });
-  if (it == segments.begin()) return StepPart::kLaunch;
+  if (it == segments.begin()) return Phase::kLaunch;
   --it;
-  return time < it->end ? it->part : StepPart::kLaunch;
+  return time < it->end ? it->part : Phase::kLaunch;
 }
 
 // A GPU step: the GPU's window split into compute kernels (by the part of the host op that
@@ -256,7 +255,7 @@ struct GpuWork {
 StepParts gpu_parts(const TraceFile& t, const Window& w, const std::vector<Segment>& host,
                     const LaunchTimes& launch_time, const GpuWork& gpu) {
   std::vector<std::pair<int64_t, int64_t>> comm;
-  std::vector<std::pair<std::pair<int64_t, int64_t>, StepPart>> compute;
+  std::vector<std::pair<std::pair<int64_t, int64_t>, Phase>> compute;
   auto first = std::lower_bound(gpu.by_start.begin(), gpu.by_start.end(), w.start - gpu.longest_ns,
                                 [](const TraceEvent* e, int64_t time) { return e->start_ns < time; });
   for (auto it = first; it != gpu.by_start.end() && (*it)->start_ns < w.end; ++it) {
@@ -269,11 +268,10 @@ StepParts gpu_parts(const TraceFile& t, const Window& w, const std::vector<Segme
       continue;
     }
     const auto launched = std::lower_bound(launch_time.begin(), launch_time.end(), std::pair{e.correlation, INT64_MIN});
-    const StepPart part = launched == launch_time.end() || launched->first != e.correlation
-                              ? StepPart::kUnattributed
-                              : host_part_at(host, launched->second);
-    compute.push_back(
-        {{a, b}, part == StepPart::kPython || part == StepPart::kLaunch ? StepPart::kUnattributed : part});
+    const Phase part = launched == launch_time.end() || launched->first != e.correlation
+                           ? Phase::kOther
+                           : host_part_at(host, launched->second);
+    compute.push_back({{a, b}, part == Phase::kPython || part == Phase::kLaunch ? Phase::kOther : part});
   }
   std::sort(compute.begin(), compute.end());
   StepParts parts{};
@@ -291,7 +289,7 @@ StepParts gpu_parts(const TraceFile& t, const Window& w, const std::vector<Segme
   const auto comm_merged = merged(std::move(comm));
   int64_t exposed = 0;
   for (const auto& c : comm_merged) exposed += (c.second - c.first) - covered(busy, c.first, c.second);
-  parts[index(StepPart::kCommWait)] += exposed;
+  parts[index(Phase::kCommWait)] += exposed;
   // Idle: walk the gaps between busy and exposed-communication time.
   auto taken = busy;
   taken.insert(taken.end(), comm_merged.begin(), comm_merged.end());
@@ -305,12 +303,12 @@ StepParts gpu_parts(const TraceFile& t, const Window& w, const std::vector<Segme
       const int64_t x = std::max(cursor, seg->start);
       const int64_t y = std::min(b, seg->end);
       if (y <= x) continue;
-      parts[index(StepPart::kLaunch)] += x - cursor;
-      const bool waiting = seg->part == StepPart::kData || seg->part == StepPart::kPython;
-      parts[index(waiting ? seg->part : StepPart::kLaunch)] += y - x;
+      parts[index(Phase::kLaunch)] += x - cursor;
+      const bool waiting = seg->part == Phase::kData || seg->part == Phase::kPython;
+      parts[index(waiting ? seg->part : Phase::kLaunch)] += y - x;
       cursor = y;
     }
-    parts[index(StepPart::kLaunch)] += b - cursor;
+    parts[index(Phase::kLaunch)] += b - cursor;
   };
   for (const auto& s : taken) {
     if (s.first > cursor) idle(cursor, std::min(s.first, w.end));

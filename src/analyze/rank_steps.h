@@ -21,7 +21,7 @@
 
 namespace ddp {
 
-using StepParts = std::array<int64_t, kStepPartCount>;  // ns, indexed by StepPart
+using StepParts = std::array<int64_t, kPhaseCount>;  // ns, indexed by Phase
 
 struct TraceStep {
   long long number = 0;  // ProfilerStep#N's N, else the step's index

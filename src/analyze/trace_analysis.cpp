@@ -12,7 +12,7 @@
 namespace ddp {
 namespace {
 
-std::size_t index(StepPart part) { return static_cast<std::size_t>(part); }
+std::size_t index(Phase part) { return static_cast<std::size_t>(part); }
 
 RankBreakdown breakdown(const TracedRank& r) {
   RankBreakdown b;
@@ -22,45 +22,25 @@ RankBreakdown breakdown(const TracedRank& r) {
   if (b.steps == 0) return b;
   for (const TraceStep& s : r.steps.steps) {
     b.step_ms += static_cast<double>(s.duration_ns) / 1e6;
-    for (std::size_t p = 0; p < kStepPartCount; ++p) b.part_ms[p] += static_cast<double>(s.part_ns[p]) / 1e6;
+    for (std::size_t p = 0; p < kPhaseCount; ++p) b.part_ms[p] += static_cast<double>(s.part_ns[p]) / 1e6;
   }
   const double n = static_cast<double>(b.steps);
   b.step_ms /= n;
   for (double& ms : b.part_ms) ms /= n;
   double squares = 0;
-  std::array<double, kStepPartCount> part_squares{};
+  std::array<double, kPhaseCount> part_squares{};
   for (const TraceStep& s : r.steps.steps) {
     squares += std::pow(static_cast<double>(s.duration_ns) / 1e6 - b.step_ms, 2);
-    for (std::size_t p = 0; p < kStepPartCount; ++p) {
+    for (std::size_t p = 0; p < kPhaseCount; ++p) {
       part_squares[p] += std::pow(static_cast<double>(s.part_ns[p]) / 1e6 - b.part_ms[p], 2);
     }
   }
   if (b.steps > 1) {
     b.step_ms_stddev = std::sqrt(squares / (n - 1));
-    for (std::size_t p = 0; p < kStepPartCount; ++p) b.part_ms_stddev[p] = std::sqrt(part_squares[p] / (n - 1));
+    for (std::size_t p = 0; p < kPhaseCount; ++p) b.part_ms_stddev[p] = std::sqrt(part_squares[p] / (n - 1));
   }
   b.syncs = syncs_of(r.steps);
   return b;
-}
-
-// The doctor's phases from a step's parts: what no doctor phase names goes to "other".
-Phase phase_of(StepPart part) {
-  switch (part) {
-    case StepPart::kData:
-      return Phase::kData;
-    case StepPart::kForward:
-      return Phase::kForward;
-    case StepPart::kBackward:
-      return Phase::kBackward;
-    case StepPart::kCommWait:
-      return Phase::kCommWait;
-    case StepPart::kOptimizer:
-      return Phase::kOptimizer;
-    case StepPart::kValidation:
-      return Phase::kValidation;
-    default:
-      return Phase::kOther;
-  }
 }
 
 RunRecord record_of(const TraceAnalysis& a) {
@@ -79,10 +59,7 @@ RunRecord record_of(const TraceAnalysis& a) {
   double wall = 0;
   for (const RankBreakdown& b : a.ranks) {
     PhaseSeconds phases{};
-    for (std::size_t p = 0; p < kStepPartCount; ++p) {
-      phases[static_cast<std::size_t>(phase_of(static_cast<StepPart>(p)))] +=
-          b.part_ms[p] * static_cast<double>(b.steps) / 1e3;
-    }
+    for (std::size_t p = 0; p < kPhaseCount; ++p) phases[p] = b.part_ms[p] * static_cast<double>(b.steps) / 1e3;
     s.phases_per_rank.push_back(phases);
     wall += b.step_ms * static_cast<double>(b.steps) / 1e3;
   }
@@ -113,8 +90,8 @@ double part_noise_ms(const RankBreakdown& a, const RankBreakdown& b, std::size_t
 // than the part's noise and `floor_ms`, largest excess first.
 std::vector<SlowPart> slower_parts(const std::vector<RankBreakdown>& ranks, std::size_t straggler, double floor_ms) {
   std::vector<SlowPart> out;
-  for (std::size_t p = 0; p < kStepPartCount; ++p) {
-    if (static_cast<StepPart>(p) == StepPart::kCommWait) continue;
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    if (static_cast<Phase>(p) == Phase::kCommWait) continue;
     std::optional<std::size_t> other;  // the slowest other rank in this part
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       if (r != straggler && (!other || ranks[r].part_ms[p] > ranks[*other].part_ms[p])) other = r;
@@ -122,7 +99,7 @@ std::vector<SlowPart> slower_parts(const std::vector<RankBreakdown>& ranks, std:
     if (!other) continue;
     const double excess = ranks[straggler].part_ms[p] - ranks[*other].part_ms[p];
     if (excess > std::max(part_noise_ms(ranks[straggler], ranks[*other], p), floor_ms)) {
-      out.push_back({static_cast<StepPart>(p), excess});
+      out.push_back({static_cast<Phase>(p), excess});
     }
   }
   std::sort(out.begin(), out.end(),
@@ -132,20 +109,20 @@ std::vector<SlowPart> slower_parts(const std::vector<RankBreakdown>& ranks, std:
 
 // Parts whose excess on one rank is a cause of its own: its input, its plain Python. Slower torch
 // ops (forward, backward, the optimizer) are the core's speed as much as the rank's work.
-bool names_a_cause(StepPart part) { return part == StepPart::kData || part == StepPart::kPython; }
+bool names_a_cause(Phase part) { return part == Phase::kData || part == Phase::kPython; }
 
 // Whether the straggler's slowest part is slower, relative to the slowest other rank's, by
 // kOneCauseFactor times the rest of its step (collective waits aside), or the rest is no slower.
 bool slower_beyond_the_rest(const std::vector<RankBreakdown>& ranks, std::size_t straggler, const SlowPart& slow) {
   const auto p = static_cast<std::size_t>(slow.part);
   double mine = 0, others = 0, part_of_others = 0;
-  for (std::size_t q = 0; q < kStepPartCount; ++q) {
+  for (std::size_t q = 0; q < kPhaseCount; ++q) {
     double slowest_other = 0;
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       if (r != straggler) slowest_other = std::max(slowest_other, ranks[r].part_ms[q]);
     }
     if (q == p) part_of_others = slowest_other;
-    if (q == p || static_cast<StepPart>(q) == StepPart::kCommWait) continue;
+    if (q == p || static_cast<Phase>(q) == Phase::kCommWait) continue;
     mine += ranks[straggler].part_ms[q];
     others += slowest_other;
   }
@@ -158,7 +135,7 @@ bool slower_beyond_the_rest(const std::vector<RankBreakdown>& ranks, std::size_t
 // doctor's finding's cause.
 StragglerCause cause_of(const SlowPart& slow) {
   const std::string ms = fmt::format("{:.3f} ms per step more than the slowest other rank", slow.excess_ms_per_step);
-  if (slow.part == StepPart::kData) {
+  if (slow.part == Phase::kData) {
     return {fmt::format("It waits for its input: its data part took {}.", ms),
             "Give that rank's loader more workers (DataLoader num_workers, persistent_workers) or faster storage, "
             "and check its shard of the data (larger or slower to read than the others')."};
@@ -173,8 +150,8 @@ StragglerCause cause_of(const SlowPart& slow) {
 // A part whose mean share of the step, over the ranks, is above its threshold. `less_ms` per
 // rank is taken off first (for communication: the wait for a late rank, which is the
 // straggler's cost, not the link's).
-void part_finding(const TraceAnalysis& a, StepPart part, double min_share, const std::string& what,
-                  const std::string& fix, std::vector<Finding>& out, const std::vector<double>& less_ms = {}) {
+void part_finding(const TraceAnalysis& a, Phase part, double min_share, const std::string& what, const std::string& fix,
+                  std::vector<Finding>& out, const std::vector<double>& less_ms = {}) {
   double ms = 0, step = 0;
   for (std::size_t r = 0; r < a.ranks.size(); ++r) {
     ms += std::max(0.0, a.ranks[r].part_ms[index(part)] - (r < less_ms.size() ? less_ms[r] : 0.0));
@@ -244,13 +221,13 @@ void slower_rank_finding(const TraceAnalysis& a, std::vector<Finding>& out) {
   for (const RankBreakdown& b : a.ranks) step += b.step_ms / static_cast<double>(a.ranks.size());
   std::vector<std::string> parts;
   for (const SlowPart& p : slow.parts) {
-    parts.push_back(fmt::format("{} +{:.3f} ms", kStepPartNames[index(p.part)], p.excess_ms_per_step));
+    parts.push_back(fmt::format("{} +{:.3f} ms", kPhaseNames[index(p.part)], p.excess_ms_per_step));
   }
   Finding f;
   f.title = fmt::format(
       "Rank {} holds the others back: they wait {:.2f} ms per step for it ({:.0f} % of the step); it is slower in "
       "{}, which the traces cannot tell from a shared or slower core",
-      slow.rank, wait_ms, 100 * wait_ms / step, kStepPartNames[index(slow.parts.front().part)]);
+      slow.rank, wait_ms, 100 * wait_ms / step, kPhaseNames[index(slow.parts.front().part)]);
   f.detail = fmt::format(
       "It arrived last at {:.0f} % of the collectives, slower than the slowest other rank by {} per step. Other "
       "processes on its core, a slower core and more work on that rank (an uneven batch) all look so in a trace, "
@@ -275,22 +252,22 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
     straggler_findings({{&a.record}, {}, {}, {}}, out, cause_of(*a.straggler_part));
   }
   if (a.slower_rank) slower_rank_finding(a, out);
-  part_finding(a, StepPart::kPython, kPythonMinShare, "Plain Python inside the step, outside any framework op",
+  part_finding(a, Phase::kPython, kPythonMinShare, "Plain Python inside the step, outside any framework op",
                "Move per-step work that is not training out of the step (a GPU utilization probe such as "
                "pynvml's init/query/shutdown, printing, metric bookkeeping), or do it every N steps.",
                out);
-  part_finding(a, StepPart::kData, kDataMinShare, "The step waits for its input",
+  part_finding(a, Phase::kData, kDataMinShare, "The step waits for its input",
                "Load data in worker processes (DataLoader num_workers > 0, pin_memory on GPUs, persistent_workers), "
                "or prepare it once before training.",
                out);
-  part_finding(a, StepPart::kLaunch, kLaunchMinShare, "The GPU waits for its host to launch work",
+  part_finding(a, Phase::kLaunch, kLaunchMinShare, "The GPU waits for its host to launch work",
                "The host cannot launch kernels as fast as the GPU runs them: more work per kernel (a larger "
                "batch), fewer kernels (torch.compile, fused optimizers: foreach or fused=True), or the "
                "whole step as one CUDA graph (torch.compile mode=\"reduce-overhead\", torch.cuda.graphs).",
                out);
   // A job of one device synchronises nothing: advice about devices is no advice to it.
   if (a.job.world_size > 1) {
-    part_finding(a, StepPart::kCommWait, kCommExposedMinShare, "Communication not hidden behind compute",
+    part_finding(a, Phase::kCommWait, kCommExposedMinShare, "Communication not hidden behind compute",
                  "Give each device more work per synchronisation: a larger per-device batch, or gradient "
                  "accumulation with DDP's no_sync() on all but the last micro-batch; fewer, larger buckets "
                  "(bucket_cap_mb) where there are many small collectives.",

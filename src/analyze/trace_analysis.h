@@ -28,15 +28,15 @@ struct RankBreakdown {
   int rank = 0;
   std::string path;
   int64_t steps = 0;
-  double step_ms = 0;                                   // mean
-  double step_ms_stddev = 0;                            // step to step
-  std::array<double, kStepPartCount> part_ms{};         // mean per step; they add up to step_ms
-  std::array<double, kStepPartCount> part_ms_stddev{};  // step to step
+  double step_ms = 0;                                // mean
+  double step_ms_stddev = 0;                         // step to step
+  std::array<double, kPhaseCount> part_ms{};         // mean per step; they add up to step_ms
+  std::array<double, kPhaseCount> part_ms_stddev{};  // step to step
   RankSyncs syncs;
 };
 
 struct SlowPart {
-  StepPart part = StepPart::kForward;
+  Phase part = Phase::kForward;
   double excess_ms_per_step = 0;  // the straggler's mean over the others' slowest
 };
 

@@ -19,9 +19,9 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::size_t index(StepPart part) { return static_cast<std::size_t>(part); }
+std::size_t index(Phase part) { return static_cast<std::size_t>(part); }
 
-double comm_wait_ms(const RankBreakdown& b) { return b.part_ms[index(StepPart::kCommWait)]; }
+double comm_wait_ms(const RankBreakdown& b) { return b.part_ms[index(Phase::kCommWait)]; }
 
 // The rank whose step, less its waits for communication, is longest: the pace of the job.
 std::size_t slowest_rank(const TraceAnalysis& a) {

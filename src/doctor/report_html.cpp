@@ -25,8 +25,9 @@ constexpr double kPredictionTolerance = 0.15;
 constexpr std::size_t kMaxPointsPerSeries = 1500;
 
 // Same order as kPhaseNames. Communication wait is the one red: it is the cost of going parallel.
-constexpr std::array<const char*, kPhaseCount> kPhaseColors = {"#9aa3ad", "#f1ce63", "#4e79a7", "#8cb4dc", "#e15759",
-                                                               "#59a14f", "#b07aa1", "#9c755f", "#f28e2b", "#d4d8dd"};
+constexpr std::array<const char*, kPhaseCount> kPhaseColors = {"#9aa3ad", "#f1ce63", "#4e79a7", "#8cb4dc",
+                                                               "#e15759", "#59a14f", "#b07aa1", "#9c755f",
+                                                               "#f28e2b", "#d4d8dd", "#76b7b2", "#ff9da7"};
 constexpr std::array<const char*, 8> kDeviceColors = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                                       "#76b7b2", "#b8962e", "#b07aa1", "#9c755f"};
 constexpr std::array<const char*, 6> kInterconnectColors = {"#6a9f58", "#8e6c8a", "#5d8aa8",
@@ -262,8 +263,13 @@ std::string phase_section(const std::vector<ReportRun>& runs, int number) {
   const auto [lo, hi] = nice_range(0, longest > 0 ? longest : 1, 6);
   const Scale x(lo, hi, box.left, box.right);
 
+  // The phases only a trace tells are in the legend where a run has them.
   std::string legend = "<ul class=\"legend\">";
-  for (std::size_t p = 0; p < kPhaseCount; ++p) legend += legend_item(kPhaseColors[p], kPhaseNames[p]);
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    const bool shown =
+        !traced_only(p) || std::any_of(bars.begin(), bars.end(), [&](const Bar& b) { return b.seconds[p] > 0; });
+    if (shown) legend += legend_item(kPhaseColors[p], kPhaseNames[p]);
+  }
   legend += "</ul>";
 
   std::string svg =

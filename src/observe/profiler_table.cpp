@@ -18,6 +18,7 @@ std::string profiler_table(const std::vector<RankPhases>& ranks, double wall_sec
   std::vector<Row> rows;
   const double n = static_cast<double>(ranks.size());
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    if (traced_only(p)) continue;  // a training run of the engine has none of them
     Row row{p, 0, 1e300, 0, 0, 0, 0};
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       const double total = ranks[r].seconds[p];

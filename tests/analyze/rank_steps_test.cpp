@@ -36,7 +36,7 @@ class Events {
   TraceFile t;
 };
 
-int64_t part(const TraceStep& s, StepPart p) { return s.part_ns[static_cast<std::size_t>(p)] / kUs; }
+int64_t part(const TraceStep& s, Phase p) { return s.part_ns[static_cast<std::size_t>(p)] / kUs; }
 
 int64_t sum(const TraceStep& s) { return std::accumulate(s.part_ns.begin(), s.part_ns.end(), int64_t{0}); }
 
@@ -65,14 +65,14 @@ TEST(RankSteps, SplitsAStepIntoPartsThatAddUpToIt) {
   const TraceStep& s = r.steps[0];
   EXPECT_EQ(s.duration_ns, 100 * kUs);
   EXPECT_EQ(sum(s), s.duration_ns);
-  EXPECT_EQ(part(s, StepPart::kData), 10);
-  EXPECT_EQ(part(s, StepPart::kForward), 25);           // the broadcast inside it is communication
-  EXPECT_EQ(part(s, StepPart::kCommWait), 5 + 18);      // ... and so is the wait while the allreduce ran
-  EXPECT_EQ(part(s, StepPart::kUnattributed), 5);       // the loss, outside forward
-  EXPECT_EQ(part(s, StepPart::kBackward), 10 + 2 + 8);  // the gap between two backward ops is backward's
-  EXPECT_EQ(part(s, StepPart::kOptimizer), 5);
+  EXPECT_EQ(part(s, Phase::kData), 10);
+  EXPECT_EQ(part(s, Phase::kForward), 25);           // the broadcast inside it is communication
+  EXPECT_EQ(part(s, Phase::kCommWait), 5 + 18);      // ... and so is the wait while the allreduce ran
+  EXPECT_EQ(part(s, Phase::kOther), 5);              // the loss, outside forward
+  EXPECT_EQ(part(s, Phase::kBackward), 10 + 2 + 8);  // the gap between two backward ops is backward's
+  EXPECT_EQ(part(s, Phase::kOptimizer), 5);
   // 45-50 (loss to backward), 70-72 and 90-95 (backward to optimizer, no collective): Python.
-  EXPECT_EQ(part(s, StepPart::kPython), 5 + 2 + 5);
+  EXPECT_EQ(part(s, Phase::kPython), 5 + 2 + 5);
   ASSERT_EQ(r.collectives.size(), 1u);
   EXPECT_EQ(r.collectives[0].name, "gloo:all_reduce");
   EXPECT_EQ(r.step_source, "ProfilerStep#N");
@@ -135,12 +135,12 @@ TEST(RankSteps, AGpuStepIsTheGpusTimeByLaunchingPartExposedCommunicationAndIdleT
   ASSERT_EQ(r.steps.size(), 1u);
   const TraceStep& s = r.steps[0];
   EXPECT_EQ(sum(s), s.duration_ns);
-  EXPECT_EQ(part(s, StepPart::kForward), 30);
-  EXPECT_EQ(part(s, StepPart::kOptimizer), 10);
-  EXPECT_EQ(part(s, StepPart::kCommWait), 20);  // 50-60 and 70-80: not under a compute kernel
-  EXPECT_EQ(part(s, StepPart::kData), 10);
-  EXPECT_EQ(part(s, StepPart::kLaunch), 10);
-  EXPECT_EQ(part(s, StepPart::kPython), 20);
+  EXPECT_EQ(part(s, Phase::kForward), 30);
+  EXPECT_EQ(part(s, Phase::kOptimizer), 10);
+  EXPECT_EQ(part(s, Phase::kCommWait), 20);  // 50-60 and 70-80: not under a compute kernel
+  EXPECT_EQ(part(s, Phase::kData), 10);
+  EXPECT_EQ(part(s, Phase::kLaunch), 10);
+  EXPECT_EQ(part(s, Phase::kPython), 20);
   ASSERT_EQ(r.collectives.size(), 1u);
   EXPECT_EQ(r.collectives[0].bytes, 4096);
 }

@@ -32,7 +32,7 @@ bool has_note(const TraceAnalysis& a, const std::string& start) {
   return std::any_of(a.notes.begin(), a.notes.end(), [&](const std::string& n) { return n.starts_with(start); });
 }
 
-double part_ms(const TraceAnalysis& a, StepPart p) { return a.ranks[0].part_ms[static_cast<std::size_t>(p)]; }
+double part_ms(const TraceAnalysis& a, Phase p) { return a.ranks[0].part_ms[static_cast<std::size_t>(p)]; }
 
 TEST(RealTraces, ATwoGpuNcclJobsRankZero) {
   const TraceAnalysis a = analyze("nccl_parser_config_nccl_data.json.gz");
@@ -50,10 +50,10 @@ TEST(RealTraces, ATwoGpuNcclJobsRankZero) {
   // while the host launches (measured with Python over the same file: busy 50 of 220 ms).
   EXPECT_FALSE(s.collectives.empty());
   for (const CollectiveCall& c : s.collectives) EXPECT_GT(c.bytes, 0);
-  EXPECT_GT(part_ms(a, StepPart::kCommWait), 5);
-  EXPECT_GT(part_ms(a, StepPart::kForward), 5);
-  EXPECT_GT(part_ms(a, StepPart::kBackward), 5);
-  EXPECT_GT(part_ms(a, StepPart::kLaunch), 0.5 * a.ranks[0].step_ms);
+  EXPECT_GT(part_ms(a, Phase::kCommWait), 5);
+  EXPECT_GT(part_ms(a, Phase::kForward), 5);
+  EXPECT_GT(part_ms(a, Phase::kBackward), 5);
+  EXPECT_GT(part_ms(a, Phase::kLaunch), 0.5 * a.ranks[0].step_ms);
   ASSERT_FALSE(a.findings.empty());
   EXPECT_EQ(a.findings[0].title.substr(0, 39), "The GPU waits for its host to launch wo");
   EXPECT_EQ(a.notes[0], "1 of the job's 2 ranks have traces here (rank 0): the others are not analysed");
@@ -80,7 +80,7 @@ TEST(RealTraces, Rank34OfA300RankGlooJob) {
   expect_parts_add_up(a.job);
   // Its one step waits on the two gloo allreduces that start in it, run by other threads.
   EXPECT_EQ(s.collectives.size(), 2u);
-  EXPECT_GT(part_ms(a, StepPart::kCommWait), 0.5 * a.ranks[0].step_ms);
+  EXPECT_GT(part_ms(a, Phase::kCommWait), 0.5 * a.ranks[0].step_ms);
   EXPECT_TRUE(has_note(a, "thread oversubscription not judged: a trace records neither the threads"));
   EXPECT_TRUE(has_note(a, "start-up not judged"));
 }
@@ -103,7 +103,7 @@ TEST(RealTraces, ModernKinetoFromATorch2GlooJobWithARankSlowedInForward) {
   ASSERT_TRUE(a.straggler_part.has_value());
   EXPECT_EQ(a.collectives->straggler->rank, 1);
   // The 20 ms sleep sits inside DDP's forward, where no op covers it: Python in the step.
-  EXPECT_EQ(a.straggler_part->part, StepPart::kPython);
+  EXPECT_EQ(a.straggler_part->part, Phase::kPython);
   EXPECT_NEAR(a.straggler_part->excess_ms_per_step, 20, 5);
   // record_shapes gives the allreduce's size: the seed's 134,657 parameters in float32.
   ASSERT_TRUE(a.prediction.has_value());
@@ -121,7 +121,7 @@ TEST(RealTraces, ModernKinetoFromATorch2GlooJobWithARankSlowedInForward) {
   }
 }
 
-double mean_part_ms(const TraceAnalysis& a, StepPart p) {
+double mean_part_ms(const TraceAnalysis& a, Phase p) {
   double sum = 0;
   for (const RankBreakdown& b : a.ranks) sum += b.part_ms[static_cast<std::size_t>(p)];
   return sum / static_cast<double>(a.ranks.size());
@@ -139,8 +139,8 @@ TEST(RealTraces, LightningsFolderOfATwoRankDdpJobWithAProbeInTrainingStep) {
   expect_parts_add_up(a.job);
   for (const RankBreakdown& b : a.ranks) {
     EXPECT_EQ(b.steps, 5);
-    for (StepPart p : {StepPart::kData, StepPart::kForward, StepPart::kBackward, StepPart::kOptimizer}) {
-      EXPECT_GT(b.part_ms[static_cast<std::size_t>(p)], 0.1) << kStepPartNames[static_cast<std::size_t>(p)];
+    for (Phase p : {Phase::kData, Phase::kForward, Phase::kBackward, Phase::kOptimizer}) {
+      EXPECT_GT(b.part_ms[static_cast<std::size_t>(p)], 0.1) << kPhaseNames[static_cast<std::size_t>(p)];
     }
   }
   // The probe runs inside DDP's forward (Lightning's training_step is called from it): time there
@@ -148,9 +148,9 @@ TEST(RealTraces, LightningsFolderOfATwoRankDdpJobWithAProbeInTrainingStep) {
   // probe spends 0.8-1.3 ms per step in Lightning's own Python between its hooks, so the 5 ms
   // probe reads as 5 ms more than that, within 1.5 ms (the machine's own jitter).
   const TraceAnalysis quiet = analyze("lightning_ddp_gloo_no_probe");
-  const double probe_ms = mean_part_ms(a, StepPart::kPython) - mean_part_ms(quiet, StepPart::kPython);
+  const double probe_ms = mean_part_ms(a, Phase::kPython) - mean_part_ms(quiet, Phase::kPython);
   EXPECT_NEAR(probe_ms, 5, 1.5);
-  EXPECT_LT(mean_part_ms(a, StepPart::kForward), 3) << "the probe is not forward";
+  EXPECT_LT(mean_part_ms(a, Phase::kForward), 3) << "the probe is not forward";
   ASSERT_FALSE(a.findings.empty());
   EXPECT_EQ(a.findings[0].title.substr(0, 56), "Plain Python inside the step, outside any framework op: ");
   EXPECT_GT(a.collectives->matched, 0);

@@ -79,9 +79,13 @@ E read_spelling(const Json& j, const std::string& key, const std::string& where,
   return *value;
 }
 
+// The phases only a trace tells are absent from summaries written before they were phases.
 PhaseSeconds read_phases(const Json& j, const std::string& where) {
   PhaseSeconds out{};
-  for (std::size_t p = 0; p < kPhaseCount; ++p) out[p] = read<double>(j, std::string(kPhaseNames[p]), where);
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    const std::string name(kPhaseNames[p]);
+    if (!traced_only(p) || j.contains(name)) out[p] = read<double>(j, name, where);
+  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "analyze/trace_analysis.h"
 #include "ddpscope/error.h"
 #include "doctor/command_line.h"
+#include "doctor/report_html.h"
 #include "log/file_io.h"
 #include "log/gzip.h"
 
@@ -152,7 +153,8 @@ void add_analyze_command(CLI::App& app, int argc, char** argv) {
       check_scaling_point(given, other, job_files, files);
       others.push_back(traced_scale(analyze_job(std::move(other)), given));
     }
-    const TraceAnalysis analysis = analyze_job(std::move(job), others);
+    TraceAnalysis analysis = analyze_job(std::move(job), others);
+    analysis.result.command = shell_command({argv, argv + argc});
     // The answer first: an output that cannot be written must not take it away.
     if (options->json) {
       fmt::print("{}\n", to_json(analysis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
@@ -161,7 +163,7 @@ void add_analyze_command(CLI::App& app, int argc, char** argv) {
     }
     std::fflush(stdout);
     if (options->report) {
-      write_file_atomically(*options->report, analysis_report_html(analysis, shell_command({argv, argv + argc})));
+      write_file_atomically(*options->report, render_report_html(analysis.result));
     }
     if (options->trace) write_file_atomically(*options->trace, trace_text(analysis, *options->trace));
   });

@@ -153,6 +153,12 @@ Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   if (o.interconnect != "measured") find_interconnect(o.interconnect);  // UsageError naming the presets
 
   const DoctorResult doctor = read_doctor_file(o.from);
+  if (doctor.source == RunSource::kTraces) {
+    throw DataError(fmt::format(
+        "{} was read from traces (its \"source\" is \"traces\"): predict prices configurations of ddpscope's "
+        "engine, which traces do not give; that job's steps on other devices and links are in its \"predictions\"",
+        o.from));
+  }
   if (!doctor.model) throw DataError(fmt::format("{} has no \"model\"; write one with 'ddpscope doctor'", o.from));
   const std::vector<RunRecord>& runs = doctor.runs;
   const ModelParameters& model = *doctor.model;

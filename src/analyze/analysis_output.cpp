@@ -1,5 +1,5 @@
 // The analysis as text (the doctor's layout: the table, the straggler, the findings, the
-// notes) and as JSON.
+// notes) and as JSON (the doctor's document with the traces' detail).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "analyze/trace_analysis.h"
+#include "doctor/doctor_result.h"
 
 namespace ddp {
 namespace {
@@ -109,22 +110,12 @@ std::string analysis_text(const TraceAnalysis& a) {
   } else {
     fmt::format_to(to, "\nNo prediction for other devices: {}.\n", a.no_prediction);
   }
-  fmt::format_to(to, "\nFindings:\n");
-  if (a.findings.empty()) fmt::format_to(to, "  none above the thresholds\n");
-  for (const Finding& f : a.findings) {
-    fmt::format_to(to, "- {}\n", f.title);
-    if (!f.detail.empty()) fmt::format_to(to, "  {}\n", f.detail);
-    if (!f.fix.empty()) fmt::format_to(to, "  Fix: {}\n", f.fix);
-  }
-  if (!a.notes.empty()) {
-    fmt::format_to(to, "\nNotes:\n");
-    for (const std::string& n : a.notes) fmt::format_to(to, "- {}\n", n);
-  }
+  fmt::format_to(to, "{}{}", findings_text(a.result.findings), notes_text(a.result.notes));
   return fmt::to_string(out);
 }
 
 nlohmann::ordered_json to_json(const TraceAnalysis& a) {
-  nlohmann::ordered_json j;
+  nlohmann::ordered_json j = to_json(a.result);
   j["schema"] = "ddpscope.analyze/1";
   j["world_size"] = a.job.world_size;
   j["backend"] = a.job.backend.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(a.job.backend);
@@ -173,15 +164,6 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
   }
   if (a.prediction) {
     const TracePrediction& p = *a.prediction;
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const TracePredictionRow& r : p.rows) {
-      rows.push_back({{"devices", r.devices},
-                      {"link", r.link},
-                      {"step_ms", r.step_ms},
-                      {"comm_ms", r.comm_ms},
-                      {"relative_throughput", r.throughput},
-                      {"band", std::isfinite(r.band) ? nlohmann::ordered_json(r.band) : nlohmann::ordered_json()}});
-    }
     nlohmann::ordered_json links = nlohmann::ordered_json::array();
     for (const TraceLink& l : p.links) {
       links.push_back(
@@ -195,14 +177,10 @@ nlohmann::ordered_json to_json(const TraceAnalysis& a) {
         {"collectives_per_step", p.collectives_per_step},
         {"bytes_per_step", p.bytes_per_step > 0 ? nlohmann::ordered_json(p.bytes_per_step) : nlohmann::ordered_json()},
         {"links", links},
-        {"rows", rows},
         {"unknown", p.unknown}};
   } else {
     j["prediction"] = {{"none", a.no_prediction}};
   }
-  j["findings"] = nlohmann::ordered_json::array();
-  for (const Finding& f : a.findings) j["findings"].push_back(to_json(f));
-  j["notes"] = a.notes;
   return j;
 }
 

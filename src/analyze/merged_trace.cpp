@@ -88,7 +88,7 @@ std::string merged_chrome_trace(const TraceAnalysis& a) {
                      quoted(c.name), micros(c.start_ns), static_cast<double>(c.duration_ns) / 1e3, rank.rank, c.bytes);
     }
   }
-  for (const Finding& f : a.findings) {
+  for (const Finding& f : a.result.findings) {
     fmt::format_to(next(),
                    "{{\"name\":{},\"ph\":\"i\",\"s\":\"g\",\"ts\":0,\"pid\":{},\"tid\":0,\"args\":{{\"fix\":{}}}}}",
                    quoted(f.title), a.job.ranks[0].rank, quoted(f.fix));

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "doctor/findings_straggler.h"
+#include "train/records/gather_arrivals.h"
 
 namespace ddp {
 namespace {
@@ -43,11 +44,24 @@ RankBreakdown breakdown(const TracedRank& r) {
   return b;
 }
 
+// Per rank, its lag behind the first arrival per step, from the matched collectives (arrivals
+// counted back from their common end), as the engine's runs chart theirs.
+std::vector<std::vector<double>> lag_series(const CollectiveMatch& c) {
+  if (c.matched == 0 || c.steps == 0) return {};
+  const int64_t per_step = std::max<int64_t>(1, c.matched / c.steps);
+  std::vector<std::vector<int64_t>> arrival_ns(c.duration_ns.front().size());
+  for (const std::vector<int64_t>& collective : c.duration_ns) {
+    for (std::size_t r = 0; r < arrival_ns.size(); ++r) arrival_ns[r].push_back(-collective[r]);
+  }
+  return lag_per_step(arrival_ns, per_step, c.matched / per_step);
+}
+
 RunRecord record_of(const TraceAnalysis& a) {
   RunRecord run;
   run.label = "the traces";
   run.devices = a.job.world_size;
   run.ok = true;
+  for (const RankBreakdown& b : a.ranks) run.ranks.push_back(b.rank);
   RunSummary& s = run.summary;
   s.world_size = static_cast<int>(a.ranks.size());
   s.accelerator = a.job.ranks.front().steps.on_gpu ? Accelerator::kCuda : Accelerator::kCpu;
@@ -72,8 +86,38 @@ RunRecord record_of(const TraceAnalysis& a) {
     s.arrivals.steps = a.collectives->steps;
     s.arrivals.per_rank = a.collectives->lags.ranks;
     s.arrivals.straggler = a.collectives->straggler;
+    s.arrivals.lag_ms_per_rank = lag_series(*a.collectives);
   }
   return run;
+}
+
+// What the traces tell of the job, in place of a configuration.
+OptionTexts setup_of(const TraceAnalysis& a) {
+  OptionTexts setup = {{"world size", std::to_string(a.job.world_size)},
+                       {"backend", a.job.backend.empty() ? "—" : a.job.backend},
+                       {"ranks traced", std::to_string(a.ranks.size())}};
+  for (const RankBreakdown& b : a.ranks) setup.emplace_back(fmt::format("rank {}", b.rank), b.path);
+  return setup;
+}
+
+// The prediction's rows as the doctor's, per step; the traced point measured.
+std::vector<PredictionRow> prediction_rows(const TraceAnalysis& a) {
+  std::vector<PredictionRow> rows;
+  if (!a.prediction) return rows;
+  double measured_ms = 0;
+  for (const RankBreakdown& b : a.ranks) measured_ms += b.step_ms / static_cast<double>(a.ranks.size());
+  for (const TracePredictionRow& r : a.prediction->rows) {
+    PredictionRow row;
+    row.per_step = true;
+    row.workload.devices = r.devices;
+    row.workload.interconnect = r.link;
+    row.predicted_wall_seconds = r.step_ms / 1e3;
+    row.predicted_speedup = r.throughput;
+    if (std::isfinite(r.band)) row.band = r.band;
+    if (r.devices == a.job.world_size && r.link == "measured") row.measured_wall_seconds = measured_ms / 1e3;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 // Twice the standard error of the difference between two ranks' mean time in one part: a
@@ -162,8 +206,8 @@ void part_finding(const TraceAnalysis& a, Phase part, double min_share, const st
   Finding f;
   f.title = fmt::format("{}: {:.2f} ms per step, {:.0f} % of the step", what, ms / n, 100 * ms / step);
   f.share_of_wall = ms / step;
-  f.cost_seconds = f.share_of_wall * a.record.wall_seconds;
-  f.evidence = {a.record.label};
+  f.cost_seconds = f.share_of_wall * a.record().wall_seconds;
+  f.evidence = {a.record().label};
   f.fix = fix;
   out.push_back(std::move(f));
 }
@@ -238,8 +282,8 @@ void slower_rank_finding(const TraceAnalysis& a, std::vector<Finding>& out) {
       "rank that is slow again on another core is slow itself; then check its batches against the others'. "
       "ddpscope doctor's own runs measure each rank's wait for its core.";
   f.share_of_wall = step > 0 ? wait_ms / step : 0;
-  f.cost_seconds = f.share_of_wall * a.record.wall_seconds;
-  f.evidence = {a.record.label};
+  f.cost_seconds = f.share_of_wall * a.record().wall_seconds;
+  f.evidence = {a.record().label};
   out.push_back(std::move(f));
 }
 
@@ -249,7 +293,7 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
   bool numbered_from_zero = true;
   for (std::size_t i = 0; i < a.ranks.size(); ++i) numbered_from_zero &= a.ranks[i].rank == static_cast<int>(i);
   if (numbered_from_zero && a.straggler_part) {
-    straggler_findings({{&a.record}, {}, {}, {}}, out, cause_of(*a.straggler_part));
+    straggler_findings({{&a.record()}, {}, {}, {}}, out, cause_of(*a.straggler_part));
   }
   if (a.slower_rank) slower_rank_finding(a, out);
   part_finding(a, Phase::kPython, kPythonMinShare, "Plain Python inside the step, outside any framework op",
@@ -272,7 +316,7 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
                  "accumulation with DDP's no_sync() on all but the last micro-batch; fewer, larger buckets "
                  "(bucket_cap_mb) where there are many small collectives.",
                  out, a.collectives ? a.collectives->wait_ms_per_step : std::vector<double>{});
-    sync_findings(job_syncs(a), a.record.wall_seconds, a.record.label, out);
+    sync_findings(job_syncs(a), a.record().wall_seconds, a.record().label, out);
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& x, const Finding& y) { return x.cost_seconds > y.cost_seconds; });
@@ -312,30 +356,33 @@ void step_notes(const TraceAnalysis& a, std::vector<std::string>& notes) {
 TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) {
   TraceAnalysis a;
   a.job = std::move(job);
-  a.notes = a.job.notes;
+  a.result.source = RunSource::kTraces;
+  a.result.notes = a.job.notes;
   for (const TracedRank& r : a.job.ranks) a.ranks.push_back(breakdown(r));
-  step_notes(a, a.notes);
+  step_notes(a, a.result.notes);
   if (a.job.ranks.size() >= 2) {
     std::vector<const RankSteps*> steps;
     for (const TracedRank& r : a.job.ranks) steps.push_back(&r.steps);
     a.collectives = match_collectives(steps);
-    a.notes.insert(a.notes.end(), a.collectives->notes.begin(), a.collectives->notes.end());
+    a.result.notes.insert(a.result.notes.end(), a.collectives->notes.begin(), a.collectives->notes.end());
     if (a.collectives->matched == 0)
-      a.notes.push_back("no collective matched across the ranks: no straggler can be told");
+      a.result.notes.push_back("no collective matched across the ranks: no straggler can be told");
   }
-  a.record = record_of(a);
+  a.result.runs.push_back(record_of(a));
+  a.result.setup = setup_of(a);
   // The arrival rule indexes ranks in the order of the traces: position i is a.ranks[i]. A
   // straggler is named only where some part of its step is slower than the others' by more
   // than that part's noise and than the doctor's floor share of the step (ranks sharing cores
   // wait for each other at random, and a balanced job's ranks differ by a few per cent); its
   // cause only where that part names one and is slower beyond the rest of its step.
-  if (const std::optional<int> i = arrival_straggler_rank({{&a.record}, {}, {}, {}})) {
+  if (const std::optional<int> i = arrival_straggler_rank({{&a.record()}, {}, {}, {}})) {
     const auto at = static_cast<std::size_t>(*i);
     const RankBreakdown& rank = a.ranks[at];
     const double floor = kStragglerMinShare * rank.step_ms;
     const std::vector<SlowPart> slower = slower_parts(a.ranks, at, floor);
     if (slower.empty()) {
-      a.notes.push_back(fmt::format(
+      a.result.runs.front().summary.arrivals.straggler.reset();  // the chart marks no one
+      a.result.notes.push_back(fmt::format(
           "rank {} waited least at the collectives, but no part of its step is slower than the others' by more "
           "than twice the standard error of the difference over the steps and {:.0f} % of its step ({:.3f} ms): "
           "no straggler",
@@ -346,20 +393,21 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others) 
       a.slower_rank = SlowerRank{rank.rank, slower};
     }
   }
-  a.findings = findings_of(a);
+  a.result.findings = findings_of(a);
   // Two of the doctor's findings need what no trace holds: said, so that silence is not read
   // as their absence.
   if (!a.ranks.empty() && !a.job.ranks.front().steps.on_gpu) {
-    a.notes.push_back(
+    a.result.notes.push_back(
         "thread oversubscription not judged: a trace records neither the threads each rank asked for "
         "(torch.get_num_threads()) nor the host's cores; their product over a host's ranks should not "
         "exceed its cores");
   }
-  a.notes.push_back(
+  a.result.notes.push_back(
       "start-up not judged: the profiler's window opens after the processes and the process "
       "group have started");
   a.prediction = predict_from_traces(a, a.no_prediction, others);
-  if (a.prediction) a.notes.insert(a.notes.end(), a.prediction->notes.begin(), a.prediction->notes.end());
+  if (a.prediction) a.result.notes.insert(a.result.notes.end(), a.prediction->notes.begin(), a.prediction->notes.end());
+  a.result.predictions = prediction_rows(a);
   return a;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // What a job's traces say: where each rank's step time goes, which rank the others wait for
-// and in which part it is slower, and the findings. The traces become the doctor's record of
-// a measured run (doctor/run_record.h: phases per rank, collective arrivals), so the
-// straggler rule and its wording are the doctor's own.
+// and in which part it is slower, and the findings. The answer is a doctor's (doctor/
+// doctor_result.h) whose run is read from the traces (phases per rank, collective arrivals): the
+// straggler rule and its wording, the findings' and notes' text, doctor.json's runs,
+// predictions and findings, and report.html are the doctor's own.
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,8 +14,7 @@
 #include "analyze/sync_findings.h"
 #include "analyze/trace_job.h"
 #include "analyze/trace_prediction.h"
-#include "doctor/findings.h"
-#include "doctor/run_record.h"
+#include "doctor/doctor_result.h"
 
 namespace ddp {
 
@@ -62,11 +62,13 @@ struct TraceAnalysis {
   std::optional<CollectiveMatch> collectives;  // with two or more ranks
   std::optional<SlowPart> straggler_part;      // where the straggler is slower, when there is one
   std::optional<SlowerRank> slower_rank;       // else, the rank waited for, its cause unknown
-  RunRecord record;                            // the doctor's form of the measured job
-  std::vector<Finding> findings;               // by cost, largest first
   std::optional<TracePrediction> prediction;   // other device counts and links
   std::string no_prediction;                   // why there is none
-  std::vector<std::string> notes;
+  // The doctor's answer: the traced job as its run, the findings (by cost, largest first), the
+  // notes and the predictions per step; its command is the one that analysed (report.html's
+  // "Reproduce").
+  DoctorResult result;
+  const RunRecord& record() const { return result.runs.front(); }
 };
 
 // `others`: the same training traced at other device counts (analyze --scaling-from), to fit
@@ -76,12 +78,10 @@ TraceAnalysis analyze_job(TraceJob job, const std::vector<TracedScale>& others =
 // The text verdict.
 std::string analysis_text(const TraceAnalysis& analysis);
 
-// --json: schema ddpscope.analyze/1.
+// --json: schema ddpscope.analyze/1: the doctor's document of the result (doctor/doctor_result.h),
+// with the traces' detail (each rank's breakdown, the matched collectives, the straggler, the
+// prediction's inputs) beside it.
 nlohmann::ordered_json to_json(const TraceAnalysis& analysis);
-
-// --report: the doctor's report.html over the analysis, one run per rank; `command` is the one
-// that made it (the page's "Reproduce").
-std::string analysis_report_html(const TraceAnalysis& analysis, const std::string& command);
 
 // --trace: one Chrome trace of every rank's steps and collectives (clocks aligned by the
 // matched collectives, merged_trace.cpp) with the findings as annotations, for Perfetto.

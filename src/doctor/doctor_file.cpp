@@ -55,15 +55,60 @@ RunRecord read_run(const Json& j, const std::string& where) {
   return run;
 }
 
+RunRecord read_traced_run(const Json& j, const std::string& where) {
+  RunRecord run;
+  run.label = read<std::string>(j, "label", where);
+  run.devices = static_cast<int>(read<int64_t>(j, "devices", where));
+  if (run.devices < 1)
+    throw DataError(fmt::format("{} field \"devices\" is {}, expected 1 or more", where, run.devices));
+  run.command = read<std::string>(j, "command", where);
+  run.ok = read<bool>(j, "ok", where);
+  for (const Json& rank : read_array(j, "ranks", where)) {
+    if (!rank.is_number_integer() || rank.get<int64_t>() < 0)
+      throw DataError(fmt::format("{} field \"ranks\" holds {}, expected rank numbers", where, rank.dump()));
+    run.ranks.push_back(rank.get<int>());
+  }
+  RunSummary& s = run.summary;
+  s.world_size = static_cast<int>(run.ranks.size());
+  const std::string accelerator = read<std::string>(j, "accelerator", where);
+  const std::string transport = read<std::string>(j, "gradient_transport", where);
+  if (const auto a = from_spelling<Accelerator>(accelerator); a && accelerator != "auto")
+    s.accelerator = *a;
+  else
+    throw DataError(fmt::format("{} field \"accelerator\" is \"{}\", expected cpu or cuda", where, accelerator));
+  if (const auto t = from_spelling<GradientTransport>(transport))
+    s.gradient_transport = *t;
+  else
+    throw DataError(fmt::format("{} field \"gradient_transport\" is \"{}\", expected none, mpi, nccl, gloo or unknown",
+                                where, transport));
+  s.optimizer_steps_run = s.optimizer_steps = read<int64_t>(j, "steps", where);
+  s.wall_seconds = run.wall_seconds = read<double>(j, "wall_seconds", where);
+  const Json& phases = read_array(j, "phases_per_rank", where);
+  for (std::size_t i = 0; i < phases.size(); ++i) s.phases_per_rank.push_back(read_phases(phases[i], item(where, "phases_per_rank", i)));
+  if (s.phases_per_rank.size() != run.ranks.size()) {
+    throw DataError(fmt::format("{} has {} \"ranks\" and {} \"phases_per_rank\", expected one for each rank", where,
+                                run.ranks.size(), s.phases_per_rank.size()));
+  }
+  s.arrivals = read_arrivals(member(j, "arrivals", where), where + " arrivals");
+  return run;
+}
+
 PredictionRow read_prediction(const Json& j, const std::string& where, const Config& config) {
   PredictionRow row;
   row.label = read_optional<std::string>(j, "label", where);
   row.ablation = read_optional<std::string>(j, "ablation", where);
   row.workload = workload_for(config, static_cast<int>(read<int64_t>(j, "devices", where)));
   row.workload.interconnect = read<std::string>(j, "interconnect", where);
-  row.workload.batch_size = read<int64_t>(j, "batch_size", where);
-  row.workload.hidden_size = read<int64_t>(j, "hidden_size", where);
-  row.workload.hidden_layers = read<int64_t>(j, "hidden_layers", where);
+  // Written since traced results: "step" where a prediction prices a step of an unknown configuration.
+  const std::string per = j.contains("per") ? read<std::string>(j, "per", where) : "run";
+  if (per != "run" && per != "step")
+    throw DataError(fmt::format("{} field \"per\" is \"{}\", expected \"run\" or \"step\"", where, per));
+  row.per_step = per == "step";
+  if (!row.per_step) {
+    row.workload.batch_size = read<int64_t>(j, "batch_size", where);
+    row.workload.hidden_size = read<int64_t>(j, "hidden_size", where);
+    row.workload.hidden_layers = read<int64_t>(j, "hidden_layers", where);
+  }
   row.predicted_wall_seconds = read<double>(j, "predicted_wall_seconds", where);
   row.predicted_speedup = read<double>(j, "predicted_speedup", where);
   row.measured_wall_seconds = read_optional<double>(j, "measured_wall_seconds", where);
@@ -96,22 +141,49 @@ AllreduceFit::Row read_probe_row(const Json& j, const std::string& where) {
   return row;
 }
 
+void read_findings(const Json& doc, const std::string& file, DoctorResult& result) {
+  const Json& findings = read_array(doc, "findings", file);
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    result.findings.push_back(read_finding(findings[i], item(file, "findings", i)));
+  }
+}
+
 }  // namespace
 
 DoctorResult read_doctor_result(const Json& doc, const std::string& file) {
   DoctorResult result;
   const std::string schema = read<std::string>(doc, "schema", file);
-  if (schema != "ddpscope.doctor/1" && schema != "ddpscope.compare/1") {
-    throw DataError(fmt::format(
-        "{} field \"schema\" is \"{}\", expected \"ddpscope.doctor/1\" or \"ddpscope.compare/1\"", file, schema));
+  if (schema != "ddpscope.doctor/1" && schema != "ddpscope.compare/1" && schema != "ddpscope.analyze/1") {
+    throw DataError(
+        fmt::format("{} field \"schema\" is \"{}\", expected \"ddpscope.doctor/1\", \"ddpscope.compare/1\" or "
+                    "\"ddpscope.analyze/1\"",
+                    file, schema));
   }
-  result.ablations_run = schema == "ddpscope.doctor/1";
-  result.config = config_from_json(member(doc, "config", file), file + " config");
+  // Older files are all the engine's; analyze's (the doctor's document with the traces' detail)
+  // all from traces.
+  const std::string source = doc.contains("source") ? read<std::string>(doc, "source", file) : "engine";
+  if (source != "engine" && source != "traces")
+    throw DataError(fmt::format("{} field \"source\" is \"{}\", expected \"engine\" or \"traces\"", file, source));
+  if (schema == "ddpscope.analyze/1" && source != "traces")
+    throw DataError(fmt::format("{} is analyze's (schema \"ddpscope.analyze/1\") but its field \"source\" is \"{}\", expected \"traces\"", file, source));
+  const bool traced = source == "traces";
+  result.source = traced ? RunSource::kTraces : RunSource::kEngine;
+  result.ablations_run = schema == "ddpscope.doctor/1" && !traced;
+  if (traced) {
+    const Json& setup = member(doc, "setup", file);
+    if (!setup.is_object()) throw DataError(fmt::format("{} field \"setup\" is {}, expected an object", file, setup.dump()));
+    for (const auto& [name, value] : setup.items()) result.setup.emplace_back(name, read<std::string>(setup, name, file + " setup"));
+  } else {
+    result.config = config_from_json(member(doc, "config", file), file + " config");
+  }
   result.notes = read_strings(doc, "notes", file);
   const std::vector<std::string> commands = read_strings(doc, "commands", file);
   if (!commands.empty()) result.command = commands.front();
   const Json& runs = read_array(doc, "runs", file);
-  for (std::size_t i = 0; i < runs.size(); ++i) result.runs.push_back(read_run(runs[i], item(file, "runs", i)));
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string where = item(file, "runs", i);
+    result.runs.push_back(traced ? read_traced_run(runs[i], where) : read_run(runs[i], where));
+  }
   if (const Json& model = member(doc, "model", file); !model.is_null()) {
     try {
       result.model = model_from_json(nlohmann::json(model));
@@ -129,6 +201,7 @@ DoctorResult read_doctor_result(const Json& doc, const std::string& file) {
   for (std::size_t i = 0; i < predictions.size(); ++i) {
     result.predictions.push_back(read_prediction(predictions[i], item(file, "predictions", i), result.config));
   }
+  if (traced) read_findings(doc, file, result);
   if (!result.ablations_run) return result;
   const Json& ablations = read_array(doc, "ablations", file);
   const Json& ablation_runs = read_array(doc, "runs_ablations", file);
@@ -148,10 +221,7 @@ DoctorResult read_doctor_result(const Json& doc, const std::string& file) {
     result.ablations.push_back(std::move(a));
   }
   result.size_speedups = size_speedups(result.ablations, result.runs);
-  const Json& findings = read_array(doc, "findings", file);
-  for (std::size_t i = 0; i < findings.size(); ++i) {
-    result.findings.push_back(read_finding(findings[i], item(file, "findings", i)));
-  }
+  read_findings(doc, file, result);
   return result;
 }
 

@@ -15,6 +15,26 @@ nlohmann::ordered_json optional_json(const std::optional<T>& value) {
   return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
 }
 
+// A run read from traces: what they measured, and what they cannot say.
+nlohmann::ordered_json traced_run_json(const RunRecord& run) {
+  const RunSummary& s = run.summary;
+  nlohmann::ordered_json phases = nlohmann::ordered_json::array();
+  for (const PhaseSeconds& rank : s.phases_per_rank) phases.push_back(phases_json(rank));
+  return {{"label", run.label},
+          {"devices", run.devices},
+          {"command", run.command},
+          {"ok", run.ok},
+          {"source", "traces"},
+          {"ranks", run.ranks},
+          {"accelerator", spelling(s.accelerator)},
+          {"gradient_transport", spelling(s.gradient_transport)},
+          {"steps", s.optimizer_steps_run},
+          {"wall_seconds", run.wall_seconds},
+          {"phases_per_rank", phases},
+          {"arrivals", arrivals_json(s.arrivals)},
+          {"not_in_the_traces", kNotInTraces}};
+}
+
 nlohmann::ordered_json run_json(const RunRecord& run) {
   nlohmann::ordered_json j = {{"label", run.label},
                               {"devices", run.devices},
@@ -71,15 +91,18 @@ nlohmann::ordered_json probe_json(const AllreduceFit& allreduce) {
   return rows;
 }
 
+// A traced prediction prices a step of an unknown configuration: its sizes are null.
 nlohmann::ordered_json prediction_json(const PredictionRow& p) {
   const WorkloadConfig& w = p.workload;
+  const auto size = [&](int64_t value) { return p.per_step ? nlohmann::ordered_json() : nlohmann::ordered_json(value); };
   return {{"label", optional_json(p.label)},
           {"ablation", optional_json(p.ablation)},
           {"devices", w.devices},
           {"interconnect", w.interconnect},
-          {"batch_size", w.batch_size},
-          {"hidden_size", w.hidden_size},
-          {"hidden_layers", w.hidden_layers},
+          {"per", p.per_step ? "step" : "run"},
+          {"batch_size", size(w.batch_size)},
+          {"hidden_size", size(w.hidden_size)},
+          {"hidden_layers", size(w.hidden_layers)},
           {"predicted_wall_seconds", p.predicted_wall_seconds},
           {"predicted_speedup", p.predicted_speedup},
           {"measured_wall_seconds", optional_json(p.measured_wall_seconds)},
@@ -119,21 +142,38 @@ const RunRecord* DoctorResult::run_at(int devices) const {
   return nullptr;
 }
 
+std::optional<double> DoctorResult::speedup(const RunRecord& run) const {
+  const RunRecord* one = run_at(1);
+  if (one == nullptr || !one->ok || !run.ok) return std::nullopt;
+  const double x = source == RunSource::kTraces ? one->seconds_per_step() : one->wall_seconds;
+  const double y = source == RunSource::kTraces ? run.seconds_per_step() / run.devices : run.wall_seconds;
+  if (!(x > 0 && y > 0)) return std::nullopt;
+  return x / y;
+}
+
 nlohmann::ordered_json to_json(const DoctorResult& result) {
   nlohmann::ordered_json doc;
-  doc["schema"] = result.ablations_run ? "ddpscope.doctor/1" : "ddpscope.compare/1";
+  const bool traced = result.source == RunSource::kTraces;
+  // A traced result is a doctor's answer without ablations: its findings are written.
+  doc["schema"] = result.ablations_run || traced ? "ddpscope.doctor/1" : "ddpscope.compare/1";
   doc["version"] = DDPSCOPE_VERSION;
-  doc["config"] = config_json(result.config);
+  doc["source"] = traced ? "traces" : "engine";
+  if (traced) {
+    doc["config"] = nullptr;
+    doc["setup"] = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : result.setup) doc["setup"][name] = value;
+  } else {
+    doc["config"] = config_json(result.config);
+  }
   doc["notes"] = result.notes;
   nlohmann::ordered_json commands = nlohmann::ordered_json::array({result.command});
   for (const RunRecord& r : result.runs) commands.push_back(r.command);
   doc["commands"] = commands;
   doc["runs"] = nlohmann::ordered_json::array();
-  for (const RunRecord& r : result.runs) doc["runs"].push_back(run_json(r));
+  for (const RunRecord& r : result.runs) doc["runs"].push_back(traced ? traced_run_json(r) : run_json(r));
   nlohmann::ordered_json speedup = nlohmann::ordered_json::object();
-  const RunRecord* one = result.run_at(1);
   for (const RunRecord& r : result.runs) {
-    if (one != nullptr && one->ok && r.ok) speedup[std::to_string(r.devices)] = one->wall_seconds / r.wall_seconds;
+    if (const std::optional<double> s = result.speedup(r)) speedup[std::to_string(r.devices)] = *s;
   }
   doc["speedup"] = speedup;
   doc["model"] = result.model ? nlohmann::ordered_json(to_json(*result.model)) : nlohmann::ordered_json(nullptr);
@@ -145,8 +185,12 @@ nlohmann::ordered_json to_json(const DoctorResult& result) {
     for (const AblationResult& a : result.ablations) doc["ablations"].push_back(ablation_json(a));
     doc["size_speedups"] = nlohmann::ordered_json::array();
     for (const SizeSpeedup& s : result.size_speedups) doc["size_speedups"].push_back(to_json(s));
+  }
+  if (result.ablations_run || traced) {
     doc["findings"] = nlohmann::ordered_json::array();
     for (const Finding& f : result.findings) doc["findings"].push_back(to_json(f));
+  }
+  if (result.ablations_run) {
     doc["runs_ablations"] = nlohmann::ordered_json::array();
     for (const AblationResult& a : result.ablations) doc["runs_ablations"].push_back(run_json(a.run));
   }

@@ -108,16 +108,25 @@ void print_model(std::FILE* out, const ModelParameters& model, const std::vector
   }
 }
 
-void print_findings(std::FILE* out, const std::vector<Finding>& findings) {
-  std::fprintf(out, "\nFindings, largest cost first:\n");
-  if (findings.empty()) std::fprintf(out, "  none above the thresholds (docs/scaling-guide.md)\n");
+}  // namespace
+
+std::string findings_text(const std::vector<Finding>& findings) {
+  std::string out = "\nFindings, largest cost first:\n";
+  if (findings.empty()) out += "  none above the thresholds (docs/scaling-guide.md)\n";
   int i = 1;
   for (const Finding& f : findings) {
-    std::fprintf(out, "%d. %s\n   %s\n   Fix: %s\n", i++, f.title.c_str(), f.detail.c_str(), f.fix.c_str());
+    out += fmt::format("{}. {}\n", i++, f.title);
+    if (!f.detail.empty()) out += fmt::format("   {}\n", f.detail);
+    if (!f.fix.empty()) out += fmt::format("   Fix: {}\n", f.fix);
   }
+  return out;
 }
 
-}  // namespace
+std::string notes_text(const std::vector<std::string>& notes) {
+  std::string out;
+  for (const std::string& note : notes) out += fmt::format("Note: {}\n", note);
+  return out;
+}
 
 void print(const DoctorResult& result, std::FILE* out) {
   print_compare_table(out, result.runs);
@@ -129,8 +138,8 @@ void print(const DoctorResult& result, std::FILE* out) {
     }
   }
   if (result.model) print_model(out, *result.model, result.predictions);
-  if (result.ablations_run) print_findings(out, result.findings);
-  for (const std::string& note : result.notes) std::fprintf(out, "Note: %s\n", note.c_str());
+  if (result.ablations_run) std::fputs(findings_text(result.findings).c_str(), out);
+  std::fputs(notes_text(result.notes).c_str(), out);
 }
 
 }  // namespace ddp

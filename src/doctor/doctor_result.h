@@ -1,7 +1,9 @@
 #pragma once
-// What a compare or doctor found, as plain data: the runs, the ablations, the probe, the
-// fitted model, the predictions and the findings. doctor.cpp computes it; doctor.json (or
-// compare.json), the terminal's text and report.html are each a function of it.
+// What a compare, a doctor or an analysis of traces found, as plain data: the runs, the
+// ablations, the probe, the fitted model, the predictions and the findings. doctor.cpp computes
+// it from the engine's runs, analyze (analyze/trace_analysis.h) from a user's traces; doctor.json,
+// the text and report.html are each a function of it, whichever source it has.
+#include <array>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -35,12 +37,27 @@ struct PredictionRow {
   // Not measured: the half-width of its band, relative (doctor/prediction_band.h, plus the
   // share of the cores other processes took during the runs, doctor/busy_machine.h).
   std::optional<double> band;
+  // Priced per step, not per run: a prediction from traces, which know a step's time but not the
+  // run's configuration (its workload holds the devices and the link only).
+  bool per_step = false;
   std::optional<double> error() const;  // (predicted - measured) / measured
 };
 
+// Where a result's runs were measured: by the engine's own runs (doctor, compare), or read from a
+// user's traces (analyze), which hold each rank's step parts and collectives and none of what
+// kNotInTraces names.
+enum class RunSource { kEngine, kTraces };
+
+// What a traced run cannot say, as the text, doctor.json and report.html name it.
+inline constexpr std::array<const char*, 4> kNotInTraces = {
+    "the configuration (batch size, model, epochs)", "device utilization samples",
+    "start-up (the profiler's window opens after it)", "other processes' load on the hosts"};
+
 struct DoctorResult {
+  RunSource source = RunSource::kEngine;
   bool ablations_run = false;  // doctor: true; compare: false
-  Config config;               // the base configuration
+  Config config;               // the base configuration (the engine's runs)
+  OptionTexts setup;           // traces: what they tell of the job, in place of a configuration
   std::vector<std::string> notes;
   std::string command;                     // the command that ran this doctor
   std::vector<RunRecord> runs;             // by increasing devices
@@ -59,6 +76,9 @@ struct DoctorResult {
   DoctorResult& operator=(const DoctorResult&) = delete;
 
   const RunRecord* run_at(int devices) const;
+  // The 1-device run's throughput over this run's: the engine's runs train the same epochs, so
+  // their walls; traced runs the same per-device batch, so N times their steps' ratio.
+  std::optional<double> speedup(const RunRecord& run) const;
 };
 
 // doctor.json (schema ddpscope.doctor/1), or compare.json (ddpscope.compare/1) without ablations.
@@ -67,5 +87,9 @@ nlohmann::ordered_json to_json(const DoctorResult& result);
 // The terminal's version: the compare table, the ablations, the model and its predictions,
 // the findings and the notes.
 void print(const DoctorResult& result, std::FILE* out);
+
+// The findings and the notes as print() writes them, for every result's text (analyze's too).
+std::string findings_text(const std::vector<Finding>& findings);
+std::string notes_text(const std::vector<std::string>& notes);
 
 }  // namespace ddp

@@ -122,8 +122,11 @@ std::string setup_section(const ReportView& view, int number) {
     out += "</ul>";
   }
   out += "<h3>Runs</h3>" + runs_table(view.runs);
-  out += "<h3>Configuration</h3>" + config_table(view.config);
-  return out + "</section>";
+  if (view.not_in_traces.empty()) return out + "<h3>Configuration</h3>" + config_table(view.config) + "</section>";
+  out += "<h3>What the traces say of the job</h3>" + config_table(view.config);
+  out += "<h3>Not in the traces</h3><ul class=\"not-in-traces\">";
+  for (const std::string& what : view.not_in_traces) out += fmt::format("<li>{}</li>", esc(what));
+  return out + "</ul></section>";
 }
 
 // The curve's colour: this machine's link in the predicted colour, the presets in palette order.

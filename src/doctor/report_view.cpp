@@ -85,14 +85,41 @@ const ReportRun* largest_run(const std::vector<ReportRun>& runs) {
   return best;
 }
 
-// The doctor's speedup: the 1-device run's wall (extrapolated to the configuration's epochs)
-// over each run's.
+// A run read from traces, one row per rank: its step parts; its arrivals drawn on the first.
+void traced_runs_of(const RunRecord& r, double speedup, bool one_run, std::vector<ReportRun>& out) {
+  const RunSummary& s = r.summary;
+  for (std::size_t i = 0; i < s.phases_per_rank.size(); ++i) {
+    ReportRun run;
+    const std::string rank = fmt::format("rank {}", i < r.ranks.size() ? r.ranks[i] : static_cast<int>(i));
+    run.label = one_run ? rank : fmt::format("{} {}", r.label, rank);
+    run.devices = r.devices;
+    run.command = i == 0 ? r.command : "";
+    std::array<double, kPhaseCount> phases = s.phases_per_rank[i];
+    run.wall_seconds = 0;
+    for (double& seconds : phases) run.wall_seconds += seconds, seconds = std::max(seconds, 0.0);
+    run.phase_seconds = phases;
+    run.speedup = i == 0 ? speedup : kNaN;
+    run.samples_per_second = run.monitor_interval_ms = kNaN;
+    run.optimizer_steps = static_cast<double>(s.optimizer_steps_run);
+    if (i == 0) {
+      run.arrival_lag_ms = arrival_lag_of(s.arrivals);
+      run.straggler_rank = s.arrivals.straggler ? s.arrivals.straggler->rank : -1;
+    }
+    out.push_back(std::move(run));
+  }
+}
+
+// The doctor's speedup (DoctorResult::speedup): against the 1-device run.
 std::vector<ReportRun> runs_of(const DoctorResult& result) {
   std::vector<ReportRun> runs;
-  const RunRecord* one = result.run_at(1);
   for (const RunRecord& r : result.runs) {
+    const double speedup = result.speedup(r).value_or(kNaN);
+    if (result.source == RunSource::kTraces) {
+      traced_runs_of(r, speedup, result.runs.size() == 1, runs);
+      continue;
+    }
     ReportRun run = run_of(r);
-    run.speedup = one != nullptr && one->ok && r.ok ? one->wall_seconds / r.wall_seconds : kNaN;
+    run.speedup = speedup;
     runs.push_back(std::move(run));
   }
   return runs;
@@ -112,6 +139,7 @@ ReportPoints measured_speedups_of(const std::vector<ReportRun>& runs) {
 // the baseline's rows are the curve.
 std::vector<SpeedupCurve> predicted_speedups_of(const DoctorResult& result, const std::vector<ReportRun>& runs) {
   const auto same_shape = [&](const PredictionRow& p) {
+    if (p.per_step) return true;  // a traced job's own shape
     return p.workload.batch_size == result.config.data.batch_size &&
            p.workload.hidden_size == result.config.model.hidden_size &&
            p.workload.hidden_layers == result.config.model.hidden_layers && !p.ablation;
@@ -144,7 +172,7 @@ std::vector<SpeedupCurve> predicted_speedups_of(const DoctorResult& result, cons
 
 std::vector<std::string> notes_of(const DoctorResult& result, const std::vector<ReportRun>& runs) {
   std::vector<std::string> notes;
-  const int asked = result.config.trainer.devices;  // 0: auto
+  const int asked = result.source == RunSource::kEngine ? result.config.trainer.devices : 0;  // 0: auto
   const ReportRun* largest = largest_run(runs);
   if (asked > 0 && largest && largest->devices < asked) {
     notes.push_back(
@@ -214,6 +242,18 @@ std::vector<ModelValue> model_of(const ModelParameters& model) {
 
 PredictionView prediction_of(const PredictionRow& p) {
   const WorkloadConfig& w = p.workload;
+  if (p.per_step) {
+    return {.label = "step",
+            .interconnect = w.interconnect,
+            .devices = static_cast<double>(w.devices),
+            .batch_size = kNaN,
+            .hidden_size = kNaN,
+            .hidden_layers = kNaN,
+            .predicted_wall_seconds = p.predicted_wall_seconds,
+            .band = p.band.value_or(kNaN),
+            .measured_wall_seconds = p.measured_wall_seconds.value_or(kNaN),
+            .error = kNaN};
+  }
   return {.label = p.label.value_or("—"),
           .interconnect = w.interconnect,
           .devices = static_cast<double>(w.devices),
@@ -231,14 +271,16 @@ PredictionView prediction_of(const PredictionRow& p) {
 
 ReportView build_report_view(const DoctorResult& result) {
   ReportView view;
-  view.kind = result.ablations_run ? ReportKind::kDoctor : ReportKind::kCompare;
-  view.schema = result.ablations_run ? "ddpscope.doctor/1" : "ddpscope.compare/1";
+  const bool traced = result.source == RunSource::kTraces;
+  view.kind = traced ? ReportKind::kAnalyze : result.ablations_run ? ReportKind::kDoctor : ReportKind::kCompare;
+  view.schema = result.ablations_run || traced ? "ddpscope.doctor/1" : "ddpscope.compare/1";
   view.version = DDPSCOPE_VERSION;
-  view.seed_preset = result.config.preset == "seed";
+  view.seed_preset = !traced && result.config.preset == "seed";
   view.runs = runs_of(result);
   view.headline = headline_of(view.runs);
   view.notes = notes_of(result, view.runs);
-  view.config = config_of(result.config);
+  view.config = traced ? result.setup : config_of(result.config);
+  if (traced) view.not_in_traces.assign(kNotInTraces.begin(), kNotInTraces.end());
   view.measured_speedups = measured_speedups_of(view.runs);
   view.predicted_speedups = predicted_speedups_of(result, view.runs);
   for (const SizeSpeedup& z : result.size_speedups) {
@@ -260,15 +302,17 @@ ReportView build_report_view(const DoctorResult& result) {
         view.ablations->push_back(ablation_of(a));
       }
     }
+  }
+  if (result.ablations_run || traced) {
     view.findings.emplace();
     for (const Finding& f : result.findings) view.findings->push_back(finding_of(f));
   }
   if (result.model) view.model = model_of(*result.model);
   for (const PredictionRow& p : result.predictions) view.predictions.push_back(prediction_of(p));
   // Depth is a column only where the doctor varied it.
-  const bool depth_varied = std::any_of(
-      result.predictions.begin(), result.predictions.end(),
-      [&](const PredictionRow& p) { return p.workload.hidden_layers != result.config.model.hidden_layers; });
+  const bool depth_varied = std::any_of(result.predictions.begin(), result.predictions.end(), [&](const PredictionRow& p) {
+    return !p.per_step && p.workload.hidden_layers != result.config.model.hidden_layers;
+  });
   if (!depth_varied) {
     for (PredictionView& p : view.predictions) p.hidden_layers = kNaN;
   }

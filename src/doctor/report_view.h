@@ -115,7 +115,7 @@ struct HeadlineSpeedup {
   double speedup = 0;
 };
 
-// kAnalyze: `ddpscope analyze` of a user's traces, one run per rank of the traced job.
+// kAnalyze: a result read from a user's traces, one run per rank of each traced job.
 enum class ReportKind { kDoctor, kCompare, kAnalyze };
 
 struct ReportView {
@@ -135,6 +135,7 @@ struct ReportView {
   std::vector<ModelValue> model;
   std::vector<PredictionView> predictions;
   std::vector<std::string> commands;
+  std::vector<std::string> not_in_traces;  // a traced result's: what its traces cannot say
 };
 
 struct DoctorResult;  // doctor/doctor_result.h

@@ -24,6 +24,10 @@ int64_t RunRecord::optimizer_steps() const {
   return summary.optimizer_steps * epochs_full / epochs_run;
 }
 
+double RunRecord::seconds_per_step() const {
+  return summary.optimizer_steps_run > 0 ? summary.wall_seconds / static_cast<double>(summary.optimizer_steps_run) : 0;
+}
+
 RunRecord run_training(const std::string& executable, const Config& config, int devices, int64_t epochs,
                        const std::string& label, const std::filesystem::path& root) {
   RunRecord run;

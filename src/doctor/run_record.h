@@ -26,11 +26,14 @@ struct RunRecord {
   // A baseline run repeated (doctor --repeats N): the walls of all N, this one's first;
   // empty when it ran once.
   std::vector<double> repeat_wall_seconds;
+  // A traced run: the rank of each of the summary's per-rank series, as the traces number them.
+  std::vector<int> ranks;
 
   // Seconds of a phase, mean over ranks, scaled like wall_seconds (startup is not scaled).
   double phase(Phase phase) const;
   double startup() const { return phase(Phase::kStartup); }
   int64_t optimizer_steps() const;  // at epochs_full
+  double seconds_per_step() const;   // the wall over the steps run
 };
 
 // Runs `ddpscope train` with config at `devices`, for `epochs` epochs, in <root>/runs/<folder>;

@@ -59,7 +59,7 @@ TEST(AnalyzeCli, ReadsOneJobsTracesFromAFolderAndSaysWhichRanksAreMissing) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("2 ranks of a job of 3 on CPUs over gloo, 1 step each (ProfilerStep#N)."), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("- 2 of the job's 3 ranks have traces here (ranks 0, 2): the others are not analysed"),
+  EXPECT_NE(r.out.find("Note: 2 of the job's 3 ranks have traces here (ranks 0, 2): the others are not analysed"),
             std::string::npos)
       << r.out;
 }
@@ -349,7 +349,7 @@ TEST(AnalyzeCli, TracesOfJobsDaysApartAreRefusedAndUnequalStepCountsSaid) {
   r = analyze("rank0.json rank1.json", dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, 63), "2 ranks of a job of 2 on CPUs over gloo, 7 to 19 steps each (Pr");
-  EXPECT_NE(r.out.find("- the ranks traced different numbers of steps (7 to 19)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Note: the ranks traced different numbers of steps (7 to 19)"), std::string::npos) << r.out;
 }
 
 // --scaling-from: a whole job of the same training at another device count.
@@ -390,12 +390,15 @@ TEST(AnalyzeCli, OneRankOfALargeJobIsPredictedAtTheJobsWorldSize) {
                                   dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json a = nlohmann::json::parse(r.out);
-  ASSERT_TRUE(a["prediction"].contains("rows")) << a["prediction"].dump(2);
+  ASSERT_FALSE(a["predictions"].empty()) << a.dump(2);
   bool at_world = false;
-  for (const nlohmann::json& row : a["prediction"]["rows"]) at_world |= row["devices"] == 300;
-  EXPECT_TRUE(at_world) << a["prediction"].dump(2);
+  for (const nlohmann::json& row : a["predictions"]) {
+    EXPECT_EQ(row["per"], "step");
+    at_world |= row["devices"] == 300;
+  }
+  EXPECT_TRUE(at_world) << a["predictions"].dump(2);
   // One step traced: no spread, so no band, said.
-  EXPECT_TRUE(a["prediction"]["rows"][0]["band"].is_null());
+  EXPECT_TRUE(a["predictions"][0]["band"].is_null());
 }
 
 // What a trace cannot price is said: a job of one device gets no advice about devices, a job

@@ -29,7 +29,7 @@ void expect_parts_add_up(const TraceJob& job) {
 }
 
 bool has_note(const TraceAnalysis& a, const std::string& start) {
-  return std::any_of(a.notes.begin(), a.notes.end(), [&](const std::string& n) { return n.starts_with(start); });
+  return std::any_of(a.result.notes.begin(), a.result.notes.end(), [&](const std::string& n) { return n.starts_with(start); });
 }
 
 double part_ms(const TraceAnalysis& a, Phase p) { return a.ranks[0].part_ms[static_cast<std::size_t>(p)]; }
@@ -54,16 +54,16 @@ TEST(RealTraces, ATwoGpuNcclJobsRankZero) {
   EXPECT_GT(part_ms(a, Phase::kForward), 5);
   EXPECT_GT(part_ms(a, Phase::kBackward), 5);
   EXPECT_GT(part_ms(a, Phase::kLaunch), 0.5 * a.ranks[0].step_ms);
-  ASSERT_FALSE(a.findings.empty());
-  EXPECT_EQ(a.findings[0].title.substr(0, 39), "The GPU waits for its host to launch wo");
-  EXPECT_EQ(a.notes[0], "1 of the job's 2 ranks have traces here (rank 0): the others are not analysed");
+  ASSERT_FALSE(a.result.findings.empty());
+  EXPECT_EQ(a.result.findings[0].title.substr(0, 39), "The GPU waits for its host to launch wo");
+  EXPECT_EQ(a.result.notes[0], "1 of the job's 2 ranks have traces here (rank 0): the others are not analysed");
   // Each NCCL kernel traced to its launch by correlation: DDP's 5 buckets per step launched
   // from the autograd thread's backward, in one synchronisation after the step's one forward.
   const RankSyncs& syncs = a.ranks[0].syncs;
   EXPECT_EQ(syncs.forward_passes, 1);
   EXPECT_EQ(syncs.gradient_calls, 5);
   EXPECT_EQ(syncs.gradient_syncs, 1);
-  for (const Finding& f : a.findings) EXPECT_EQ(f.title.find("accumulation"), std::string::npos) << f.title;
+  for (const Finding& f : a.result.findings) EXPECT_EQ(f.title.find("accumulation"), std::string::npos) << f.title;
   // What no trace holds is said, not left to silence: start-up (a GPU job's threads matter not).
   EXPECT_TRUE(has_note(a, "start-up not judged"));
   EXPECT_FALSE(has_note(a, "thread oversubscription not judged"));
@@ -151,8 +151,8 @@ TEST(RealTraces, LightningsFolderOfATwoRankDdpJobWithAProbeInTrainingStep) {
   const double probe_ms = mean_part_ms(a, Phase::kPython) - mean_part_ms(quiet, Phase::kPython);
   EXPECT_NEAR(probe_ms, 5, 1.5);
   EXPECT_LT(mean_part_ms(a, Phase::kForward), 3) << "the probe is not forward";
-  ASSERT_FALSE(a.findings.empty());
-  EXPECT_EQ(a.findings[0].title.substr(0, 56), "Plain Python inside the step, outside any framework op: ");
+  ASSERT_FALSE(a.result.findings.empty());
+  EXPECT_EQ(a.result.findings[0].title.substr(0, 56), "Plain Python inside the step, outside any framework op: ");
   EXPECT_GT(a.collectives->matched, 0);
   // Per step: DDP's allreduce, launched inside backward, and Lightning's own broadcast after the
   // batch (its SIGTERM check), launched outside it.

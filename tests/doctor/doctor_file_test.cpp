@@ -144,8 +144,8 @@ TEST(DoctorFile, AMissingOrMistypedFieldIsNamedWithItsFile) {
   bad = good;
   bad["schema"] = "ddpscope.summary/1";
   EXPECT_EQ(message_for(bad),
-            "study.json field \"schema\" is \"ddpscope.summary/1\", expected \"ddpscope.doctor/1\" or "
-            "\"ddpscope.compare/1\"");
+            "study.json field \"schema\" is \"ddpscope.summary/1\", expected \"ddpscope.doctor/1\", "
+            "\"ddpscope.compare/1\" or \"ddpscope.analyze/1\"");
   EXPECT_EQ(message_for(nlohmann::ordered_json::array()), "study.json is not a JSON object");
 }
 

@@ -298,6 +298,22 @@ TEST(PredictCommand, BadInputFilesExitWithThree) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("\"batch_size\""), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;  // no numbers from a bad file
+
+  // A doctor's answer read from traces has no configuration to price.
+  nlohmann::json traced = doctor_json();
+  traced["source"] = "traces";
+  traced["config"] = nullptr;
+  traced["setup"] = {{"world size", "2"}};
+  traced["runs"] = nlohmann::json::array();
+  traced["predictions"] = nlohmann::json::array();
+  traced["findings"] = nlohmann::json::array();
+  const std::string traced_path = write(dir, "traced.json", traced.dump());
+  r = run_command(predict_command("--from " + traced_path), dir);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.err, "ddpscope: error: " + traced_path +
+                       " was read from traces (its \"source\" is \"traces\"): predict prices configurations of "
+                       "ddpscope's engine, which traces do not give; that job's steps on other devices and links are "
+                       "in its \"predictions\"\n");
 }
 
 TEST(PredictCommand, BadOptionsExitWithTwo) {

@@ -8,10 +8,7 @@
 #include "dist/gather.h"
 
 namespace ddp {
-namespace {
 
-// Per rank, the mean lag behind the first arrival over each step's collectives (ms),
-// averaged over runs of consecutive steps into at most kArrivalChartPoints points.
 std::vector<std::vector<double>> lag_per_step(std::span<const std::vector<int64_t>> arrival_ns, int64_t per_step,
                                               int64_t steps) {
   const std::size_t world = arrival_ns.size();
@@ -36,8 +33,6 @@ std::vector<std::vector<double>> lag_per_step(std::span<const std::vector<int64_
   }
   return sums;
 }
-
-}  // namespace
 
 ArrivalSummary summarize_arrivals(std::span<const std::vector<int64_t>> arrival_ns, int64_t collectives_per_step,
                                   std::vector<std::string>& warnings) {

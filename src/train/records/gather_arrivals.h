@@ -20,6 +20,12 @@ namespace ddp {
 ArrivalSummary summarize_arrivals(std::span<const std::vector<int64_t>> arrival_ns, int64_t collectives_per_step,
                                   std::vector<std::string>& warnings);
 
+// Per rank, the mean lag behind the first arrival over each step's collectives (ms), averaged
+// over runs of consecutive steps into at most kArrivalChartPoints points: the report's chart.
+// Every rank holds at least per_step * steps arrivals.
+std::vector<std::vector<double>> lag_per_step(std::span<const std::vector<int64_t>> arrival_ns, int64_t per_step,
+                                              int64_t steps);
+
 // Fills stats.arrivals (and warnings) at rank zero; a no-op on one rank.
 void gather_arrivals(Communicator& comm, const ArrivalBuffer& mine, int64_t collectives_per_step, RunSummary& stats);
 

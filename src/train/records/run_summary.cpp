@@ -21,11 +21,6 @@ using json_fields::read_array;
 
 using Json = nlohmann::ordered_json;  // "config" keeps the option table's order
 
-nlohmann::ordered_json phases_json(const PhaseSeconds& seconds) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (std::size_t p = 0; p < kPhaseCount; ++p) out[std::string(kPhaseNames[p])] = seconds[p];
-  return out;
-}
 
 nlohmann::ordered_json allreduce_json(const AllreduceStats& a) {
   return {{"calls", a.calls},
@@ -45,29 +40,6 @@ nlohmann::ordered_json sched_json(const SchedDelta& d) {
           {"steal_seconds", d.steal_seconds ? nlohmann::ordered_json(*d.steal_seconds) : nullptr}};
 }
 
-nlohmann::ordered_json arrivals_json(const ArrivalSummary& a) {
-  nlohmann::ordered_json j;
-  j["collectives"] = a.collectives;
-  j["steps"] = a.steps;
-  j["dropped"] = a.dropped;
-  j["per_rank"] = nlohmann::ordered_json::array();
-  for (const RankArrival& r : a.per_rank) {
-    j["per_rank"].push_back({{"times_last", r.times_last},
-                             {"lag_ns", r.lag_ns},
-                             {"wait_ns", r.wait_ns},
-                             {"caused_wait_ns", r.caused_wait_ns}});
-  }
-  if (a.straggler) {
-    j["straggler"] = {{"rank", a.straggler->rank},
-                      {"last_share", a.straggler->last_share},
-                      {"late_seconds", a.straggler->late_seconds},
-                      {"cost_seconds_per_step", a.straggler->cost_seconds_per_step}};
-  } else {
-    j["straggler"] = nullptr;
-  }
-  j["lag_ms_per_rank"] = a.lag_ms_per_rank;
-  return j;
-}
 
 // One of an enum's spellings; what ran is never "auto".
 template <typename E>
@@ -79,15 +51,6 @@ E read_spelling(const Json& j, const std::string& key, const std::string& where,
   return *value;
 }
 
-// The phases only a trace tells are absent from summaries written before they were phases.
-PhaseSeconds read_phases(const Json& j, const std::string& where) {
-  PhaseSeconds out{};
-  for (std::size_t p = 0; p < kPhaseCount; ++p) {
-    const std::string name(kPhaseNames[p]);
-    if (!traced_only(p) || j.contains(name)) out[p] = read<double>(j, name, where);
-  }
-  return out;
-}
 
 AllreduceStats read_allreduce(const Json& j, const std::string& where) {
   AllreduceStats a;
@@ -130,37 +93,6 @@ ThreadCensus read_census(const Json& j) {
   return t;
 }
 
-ArrivalSummary read_arrivals(const Json& j, const std::string& where) {
-  ArrivalSummary a;
-  a.collectives = read<int64_t>(j, "collectives", where);
-  a.steps = read<int64_t>(j, "steps", where);
-  a.dropped = read<int64_t>(j, "dropped", where);
-  for (const auto& rank : read_array(j, "per_rank", where)) {
-    const std::string at = where + " per_rank";
-    a.per_rank.push_back({.times_last = read<int64_t>(rank, "times_last", at),
-                          .lag_ns = read<int64_t>(rank, "lag_ns", at),
-                          .wait_ns = read<int64_t>(rank, "wait_ns", at),
-                          .caused_wait_ns = read<int64_t>(rank, "caused_wait_ns", at)});
-  }
-  const Json& straggler = member(j, "straggler", where);
-  if (!straggler.is_null()) {
-    const std::string at = where + " straggler";
-    a.straggler = Straggler{.rank = static_cast<int>(read<int64_t>(straggler, "rank", at)),
-                            .last_share = read<double>(straggler, "last_share", at),
-                            .late_seconds = read<double>(straggler, "late_seconds", at),
-                            .cost_seconds_per_step = read<double>(straggler, "cost_seconds_per_step", at)};
-  }
-  for (const auto& series : read_array(j, "lag_ms_per_rank", where)) {
-    std::vector<double>& points = a.lag_ms_per_rank.emplace_back();
-    for (const auto& point : series) {
-      if (!point.is_number()) {
-        throw DataError(fmt::format("{} field \"lag_ms_per_rank\" holds {}, expected numbers", where, point.dump()));
-      }
-      points.push_back(point.get<double>());
-    }
-  }
-  return a;
-}
 
 bool same_allreduce(const AllreduceStats& a, const AllreduceStats& b) {
   return a.calls == b.calls && a.bytes == b.bytes && a.seconds == b.seconds &&
@@ -193,6 +125,78 @@ bool same_sched(const SchedDelta& a, const SchedDelta& b) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json phases_json(const PhaseSeconds& seconds) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (std::size_t p = 0; p < kPhaseCount; ++p) out[std::string(kPhaseNames[p])] = seconds[p];
+  return out;
+}
+
+// The phases only a trace tells are absent from summaries written before they were phases.
+PhaseSeconds read_phases(const nlohmann::ordered_json& j, const std::string& where) {
+  PhaseSeconds out{};
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    const std::string name(kPhaseNames[p]);
+    if (!traced_only(p) || j.contains(name)) out[p] = read<double>(j, name, where);
+  }
+  return out;
+}
+
+nlohmann::ordered_json arrivals_json(const ArrivalSummary& a) {
+  nlohmann::ordered_json j;
+  j["collectives"] = a.collectives;
+  j["steps"] = a.steps;
+  j["dropped"] = a.dropped;
+  j["per_rank"] = nlohmann::ordered_json::array();
+  for (const RankArrival& r : a.per_rank) {
+    j["per_rank"].push_back({{"times_last", r.times_last},
+                             {"lag_ns", r.lag_ns},
+                             {"wait_ns", r.wait_ns},
+                             {"caused_wait_ns", r.caused_wait_ns}});
+  }
+  if (a.straggler) {
+    j["straggler"] = {{"rank", a.straggler->rank},
+                      {"last_share", a.straggler->last_share},
+                      {"late_seconds", a.straggler->late_seconds},
+                      {"cost_seconds_per_step", a.straggler->cost_seconds_per_step}};
+  } else {
+    j["straggler"] = nullptr;
+  }
+  j["lag_ms_per_rank"] = a.lag_ms_per_rank;
+  return j;
+}
+
+ArrivalSummary read_arrivals(const nlohmann::ordered_json& j, const std::string& where) {
+  ArrivalSummary a;
+  a.collectives = read<int64_t>(j, "collectives", where);
+  a.steps = read<int64_t>(j, "steps", where);
+  a.dropped = read<int64_t>(j, "dropped", where);
+  for (const auto& rank : read_array(j, "per_rank", where)) {
+    const std::string at = where + " per_rank";
+    a.per_rank.push_back({.times_last = read<int64_t>(rank, "times_last", at),
+                          .lag_ns = read<int64_t>(rank, "lag_ns", at),
+                          .wait_ns = read<int64_t>(rank, "wait_ns", at),
+                          .caused_wait_ns = read<int64_t>(rank, "caused_wait_ns", at)});
+  }
+  const Json& straggler = member(j, "straggler", where);
+  if (!straggler.is_null()) {
+    const std::string at = where + " straggler";
+    a.straggler = Straggler{.rank = static_cast<int>(read<int64_t>(straggler, "rank", at)),
+                            .last_share = read<double>(straggler, "last_share", at),
+                            .late_seconds = read<double>(straggler, "late_seconds", at),
+                            .cost_seconds_per_step = read<double>(straggler, "cost_seconds_per_step", at)};
+  }
+  for (const auto& series : read_array(j, "lag_ms_per_rank", where)) {
+    std::vector<double>& points = a.lag_ms_per_rank.emplace_back();
+    for (const auto& point : series) {
+      if (!point.is_number()) {
+        throw DataError(fmt::format("{} field \"lag_ms_per_rank\" holds {}, expected numbers", where, point.dump()));
+      }
+      points.push_back(point.get<double>());
+    }
+  }
+  return a;
+}
 
 PhaseSeconds RunSummary::mean_phases() const {
   PhaseSeconds mean{};

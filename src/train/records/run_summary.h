@@ -139,4 +139,10 @@ nlohmann::ordered_json to_json(const RunSummary& summary);
 RunSummary read_run_summary(const nlohmann::ordered_json& j, const std::string& where);
 void from_json(const nlohmann::ordered_json& j, RunSummary& summary);
 
+// The parts of a summary that a run read from traces also has (doctor.json writes them for it).
+nlohmann::ordered_json phases_json(const PhaseSeconds& seconds);
+PhaseSeconds read_phases(const nlohmann::ordered_json& j, const std::string& where);
+nlohmann::ordered_json arrivals_json(const ArrivalSummary& arrivals);
+ArrivalSummary read_arrivals(const nlohmann::ordered_json& j, const std::string& where);
+
 }  // namespace ddp

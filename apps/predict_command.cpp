@@ -10,11 +10,9 @@
 #include <vector>
 
 #include "ddpscope/error.h"
-#include "doctor/busy_machine.h"
 #include "doctor/doctor_file.h"
 #include "doctor/interconnect.h"
-#include "doctor/prediction_band.h"
-#include "doctor/scaling_model.h"
+#include "doctor/forecast.h"
 #include "run_options.h"
 #include "train/config/option_json.h"
 #include "train/config/options.h"
@@ -36,53 +34,6 @@ struct PredictOptions {
 
 // The device counts the model may be asked for: a count far beyond any machine's is a typo.
 constexpr int kMostPredictedDevices = 65536;
-
-// One row of --devices-list: the prediction and, with more than one device, its break-evens.
-struct DevicesRow {
-  Prediction prediction;
-  std::optional<int64_t> batch, width;
-};
-
-// What predict computes, for the text and the JSON printers alike.
-struct Forecast {
-  std::string from;
-  WorkloadConfig config;
-  std::vector<std::string> not_modelled;  // given options the model does not depend on, as typed
-  Prediction prediction;
-  std::vector<SweepPoint> batches, widths;  // with more than one device
-  std::vector<DevicesRow> devices_list;
-  std::optional<PredictionBand> band;  // none when doctor.json has no measured prediction rows
-  double busy_share = 0;               // of the cores, the most other processes took during a doctor's run
-  double shared_cores_share = 0;       // of a machine's ranks, the most that had no core of their own
-};
-
-// A model fitted without a multi-device run has no price for communication: it predicts one
-// device only. DataError naming the runs that failed, and why, when more are asked for.
-void require_multi_device_run(const std::string& path, const std::vector<RunRecord>& runs, int devices) {
-  if (devices <= 1) return;
-  std::vector<std::string> failed;
-  for (const RunRecord& run : runs) {
-    if (run.devices > 1 && run.ok) return;
-    if (run.devices > 1) {
-      const std::string error = run.error.empty() ? "no error recorded" : run.error;
-      failed.push_back(fmt::format("{}: {}", run.label, error.substr(0, error.find('\n'))));
-    }
-  }
-  throw DataError(
-      fmt::format("{}: the model has no multi-device run, so no price for communication, and predicts 1 "
-                  "device only, not {}{}",
-                  path, devices,
-                  failed.empty() ? std::string(" (the doctor ran none)")
-                                 : fmt::format(" (the doctor's failed: {})", fmt::join(failed, "; "))));
-}
-
-// A configuration's devices, or where it says auto, the most the doctor ran (1 when none says).
-int devices_of(const Config& config, const std::vector<RunRecord>& runs) {
-  if (config.trainer.devices > 0) return config.trainer.devices;
-  int largest = 1;
-  for (const RunRecord& run : runs) largest = std::max(largest, run.devices);
-  return largest;
-}
 
 // The option table's snake_case name for a name as typed: "no-shuffle" and "no_shuffle" are "shuffle".
 std::string table_key(std::string name) {
@@ -106,123 +57,27 @@ std::vector<std::string> named_options(const CLI::App& command, const RunOptions
   return names;
 }
 
-// The snake_case options a preset sets: those it changes from the defaults.
-std::vector<std::string> preset_keys(const std::string& preset) {
-  if (preset.empty()) return {};
-  Config with;
-  apply_preset(with, preset);
-  const auto defaults = resolved_options(Config{});
-  const auto set = resolved_options(with);
-  std::vector<std::string> keys;
-  for (std::size_t i = 0; i < set.size(); ++i) {
-    if (set[i].first != "preset" && set[i].second != defaults[i].second) keys.push_back(set[i].first);
-  }
-  return keys;
-}
-
-// A model far from the doctor's own measurements describes other runs, or was edited.
-constexpr double kMeasuredFactor = 100;
-
-// The model is checked as it is read: it must predict a finite time for the doctor's own
-// configuration, within kMeasuredFactor of each run the doctor measured at it.
-void check_model(const std::string& path, const std::vector<RunRecord>& runs, const ModelParameters& model,
-                 const WorkloadConfig& own) {
-  try {
-    require_finite_prediction(model, own);
-    for (const RunRecord& run : runs) {
-      const double measured = run.wall_seconds;
-      WorkloadConfig at = own;
-      at.devices = run.devices;
-      const double predicted = predict(model, at).wall_seconds;
-      if (measured > 0 && (predicted > kMeasuredFactor * measured || predicted * kMeasuredFactor < measured)) {
-        throw DataError(
-            fmt::format("\"model\" predicts {:.4g} s for {} device{}, which the doctor measured at "
-                        "{:.4g} s; expected a model fitted to these runs (write it with 'ddpscope doctor')",
-                        predicted, at.devices, at.devices == 1 ? "" : "s", measured));
-      }
-    }
-  } catch (const Error& e) {
-    throw DataError(fmt::format("{}: {}", path, e.what()));
-  }
-}
-
+// The doctor's configuration with the options the user gave, priced (doctor/forecast.h); the
+// options the model does not depend on are named as typed.
 Forecast forecast(const CLI::App& command, const PredictOptions& o) {
   // The configuration asked for, resolved and checked as train does (exit 2 on a bad value).
-  const Config asked = resolve_config(given_options(command, o.run), o.run.preset, o.run.config_file);
-  validate_config(asked);
+  ForecastRequest request{.from = o.from, .interconnect = o.interconnect, .devices_list = o.devices_list};
+  request.asked = resolve_config(given_options(command, o.run), o.run.preset, o.run.config_file);
+  validate_config(request.asked);
   if (o.interconnect != "measured") find_interconnect(o.interconnect);  // UsageError naming the presets
-
-  const DoctorResult doctor = read_doctor_file(o.from);
-  if (doctor.source == RunSource::kTraces) {
-    throw DataError(fmt::format(
-        "{} was read from traces (its \"source\" is \"traces\"): predict prices configurations of ddpscope's "
-        "engine, which traces do not give; that job's steps on other devices and links are in its \"predictions\"",
-        o.from));
-  }
-  if (!doctor.model) throw DataError(fmt::format("{} has no \"model\"; write one with 'ddpscope doctor'", o.from));
-  const std::vector<RunRecord>& runs = doctor.runs;
-  const ModelParameters& model = *doctor.model;
-  const Config& recorded = doctor.config;  // the doctor's configuration
-  const WorkloadConfig own = workload_for(recorded, devices_of(recorded, runs));
-  check_model(o.from, runs, model, own);
-
-  // The given options (by name, or by the preset) replace the doctor's configuration.
-  Forecast f;
-  f.from = o.from;
-  std::vector<std::string> given = preset_keys(asked.preset);
+  std::vector<std::string> not_modelled;
   for (const std::string& name : named_options(command, o.run)) {
     const std::string key = table_key(name);
-    given.push_back(key);
+    request.given.push_back(key);
     std::string shown = name;
     std::replace(shown.begin(), shown.end(), '_', '-');
     shown = "--" + shown;
-    if (!is_workload_key(key) &&
-        std::find(f.not_modelled.begin(), f.not_modelled.end(), shown) == f.not_modelled.end()) {
-      f.not_modelled.push_back(shown);
+    if (!is_workload_key(key) && std::find(not_modelled.begin(), not_modelled.end(), shown) == not_modelled.end()) {
+      not_modelled.push_back(shown);
     }
   }
-  Config merged = recorded;
-  for (const auto& [key, text] : resolved_options(asked)) {
-    if (std::find(given.begin(), given.end(), key) != given.end()) apply_option(merged, key, text);
-  }
-  f.config = workload_for(merged, devices_of(merged, runs));
-  // The doctor's measurements used its probe; a prediction runs without it unless asked.
-  if (std::find(given.begin(), given.end(), "monitor_mode") == given.end()) f.config.monitor_per_step = false;
-  // The prices are the doctor's device's: a CPU's do not price a GPU's step, nor the reverse.
-  f.config.on_gpu = own.on_gpu;
-  f.config.interconnect = o.interconnect;
-
-  try {
-    require_finite_prediction(model, f.config);
-  } catch (const DataError& e) {
-    throw DataError(fmt::format("{}: {}", o.from, e.what()));
-  }
-  int most_devices = f.config.devices;
-  for (int devices : o.devices_list) most_devices = std::max(most_devices, devices);
-  require_multi_device_run(o.from, runs, most_devices);
-  f.prediction = predict(model, f.config);
-  if (const std::vector<MeasuredPoint> measured = measured_points(doctor.predictions); !measured.empty()) {
-    f.band = prediction_band(measured, f.config);
-    // Runs on a busy machine priced the work too dear, by up to the share the others took.
-    f.busy_share = busiest_share_of_cores(runs);
-    // Ranks sharing a machine's cores computed slower than the model prices a rank.
-    f.shared_cores_share = most_ranks_without_a_core(runs);
-    f.band->relative += f.busy_share + f.shared_cores_share;
-  }
-  if (f.config.devices > 1) {
-    f.batches = batch_sweep(model, f.config, f.config.devices);
-    f.widths = width_sweep(model, f.config, f.config.devices);
-  }
-  for (int devices : o.devices_list) {
-    WorkloadConfig at = f.config;
-    at.devices = devices;
-    DevicesRow row{predict(model, at), std::nullopt, std::nullopt};
-    if (devices > 1) {
-      row.batch = smallest_batch_where_n_beats_one(model, at, devices);
-      row.width = smallest_width_where_n_beats_one(model, at, devices);
-    }
-    f.devices_list.push_back(row);
-  }
+  Forecast f = forecast(read_doctor_file(o.from), request);
+  f.not_modelled = std::move(not_modelled);
   return f;
 }
 

@@ -160,19 +160,15 @@ void Trainer::Run::fit(LightningModule& module, LightningDataModule& data) {
 // micro-batch that steps, as Lightning's no_sync), optimizer.
 bool Trainer::Run::train_epoch(LightningModule& module) {
   if (gpu_.training) return train_epoch_on_gpu(module);
-  std::vector<int64_t> order =
-      epoch_order(data_.train_spec.dataset->size(), data_.train_spec.shuffle, options_.seed, epoch());
-  if (comm_.size() > 1) order = shard_for_rank(order, comm_.size(), comm_.rank());
-  const EpochPlan plan = plan_epoch(static_cast<int64_t>(order.size()), data_.train_spec.batch_size,
-                                    options_.limit_train_batches, options_.accumulate_grad_batches);
-  const int64_t skip = skip_trained(order, plan);
-  data_.train_loader->start_epoch(epoch(), std::move(order), plan.micro_batches - skip);
+  RankEpoch e = start_rank_epoch();
+  const EpochPlan& plan = e.plan;
+  data_.train_loader->start_epoch(epoch(), std::move(e.order), plan.micro_batches - e.skip);
 
   Mlp& net = module.network();
   Workspace& work = module.workspace();
   const float loss_scale = 1.0f / static_cast<float>(options_.accumulate_grad_batches);  // Lightning divides by k
   Batch batch;
-  for (int64_t i = skip;; ++i) {
+  for (int64_t i = e.skip;; ++i) {
     clock_.enter(Phase::kData);
     if (!data_.train_loader->next(batch)) break;
     const bool step_optimizer = steps_optimizer(i, plan.micro_batches, options_.accumulate_grad_batches);
@@ -213,11 +209,7 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
         optim_.shard->allgather(net.params());
       }
       net.zero_grads();
-      summary_.optimizer_steps = ++position_.global_step;
-      ++summary_.optimizer_steps_run;
-      if (global_step() % options_.log_every_n_steps == 0) log_training_metrics();
-      if (options_.max_steps > 0 && global_step() >= options_.max_steps) return false;
-      if (i + 1 < plan.micro_batches) stop_if_signalled(module, epoch(), i + 1);
+      if (!after_optimizer_step(module, i + 1, plan.micro_batches)) return false;
     }
     if (progress_.enabled()) {
       clock_.enter(Phase::kLogging);
@@ -228,12 +220,28 @@ bool Trainer::Run::train_epoch(LightningModule& module) {
   return true;
 }
 
-// A resumed epoch skips the micro-batches its checkpoint had done: takes them off the front
-// of the epoch's order and returns how many.
-int64_t Trainer::Run::skip_trained(std::vector<int64_t>& order, const EpochPlan& plan) {
-  const int64_t skip = std::min(std::exchange(position_.next_batch, 0), plan.micro_batches);
-  order.erase(order.begin(), order.begin() + std::min<int64_t>(skip * data_.train_spec.batch_size, order.size()));
-  return skip;
+Trainer::Run::RankEpoch Trainer::Run::start_rank_epoch() {
+  RankEpoch e;
+  e.order = epoch_order(data_.train_spec.dataset->size(), data_.train_spec.shuffle, options_.seed, epoch());
+  if (comm_.size() > 1) e.order = shard_for_rank(e.order, comm_.size(), comm_.rank());
+  e.samples = static_cast<int64_t>(e.order.size());
+  e.plan = rank_epoch_plan();
+  e.skip = std::min(std::exchange(position_.next_batch, 0), e.plan.micro_batches);
+  e.order.erase(e.order.begin(),
+                e.order.begin() + std::min<int64_t>(e.skip * data_.train_spec.batch_size, e.samples));
+  return e;
+}
+
+bool Trainer::Run::after_optimizer_step(LightningModule& module, int64_t next_batch, int64_t micro_batches) {
+  summary_.optimizer_steps = ++position_.global_step;
+  ++summary_.optimizer_steps_run;
+  const bool log = global_step() % options_.log_every_n_steps == 0;
+  const bool last = options_.max_steps > 0 && global_step() >= options_.max_steps;
+  if (gpu_.training && (log || last)) read_gpu_losses();
+  if (log) log_training_metrics();
+  if (last) return false;
+  if (next_batch < micro_batches) stop_if_signalled(module, epoch(), next_batch);
+  return true;
 }
 
 void Trainer::Run::throw_nonfinite_loss(double loss, int64_t batch, int64_t step) const {

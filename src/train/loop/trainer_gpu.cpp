@@ -126,26 +126,23 @@ GradTransport Trainer::Run::choose_gpu_transport(const GpuPlacement& placement) 
 }
 
 bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
-  std::vector<int64_t> order =
-      epoch_order(data_.train_spec.dataset->size(), data_.train_spec.shuffle, options_.seed, epoch());
-  if (comm_.size() > 1) order = shard_for_rank(order, comm_.size(), comm_.rank());
-  const auto samples = static_cast<int64_t>(order.size());
-  const EpochPlan plan = rank_epoch_plan();
+  const RankEpoch e = start_rank_epoch();
+  const EpochPlan& plan = e.plan;
+  const int64_t skip = e.skip;
   const std::vector<std::vector<int64_t>> steps =
-      step_micro_batch_sizes(samples, data_.train_spec.batch_size, plan, options_.accumulate_grad_batches);
+      step_micro_batch_sizes(e.samples, data_.train_spec.batch_size, plan, options_.accumulate_grad_batches);
   // A resumed epoch skips the steps its checkpoint had done (checkpoints are at step ends).
-  const int64_t skip = skip_trained(order, plan);
   std::size_t step = 0;
   for (int64_t done = 0; done < skip; ++step) {
     done += static_cast<int64_t>(steps[step].size());
     DDP_CHECK_LE(done, skip, "a checkpoint inside an optimizer step");
   }
-  gpu_.epoch = {.samples = samples,
+  gpu_.epoch = {.samples = e.samples,
                 .first_batch = skip,
                 .micro_batches = plan.micro_batches,
                 .steps_before = global_step(),
                 .checked = 0};
-  gpu_.training->start_epoch(epoch(), order, global_step(), static_cast<int64_t>(steps.size() - step));
+  gpu_.training->start_epoch(epoch(), e.order, global_step(), static_cast<int64_t>(steps.size() - step));
 
   int64_t next_batch = skip;
   for (; step < steps.size(); ++step) {
@@ -159,17 +156,7 @@ bool Trainer::Run::train_epoch_on_gpu(LightningModule& module) {
     gpu_.phases.add_trained(static_cast<int64_t>(sizes.size()));
     next_batch += static_cast<int64_t>(sizes.size());
     for (const int64_t size : sizes) summary_.train_samples += size;
-    summary_.optimizer_steps = ++position_.global_step;
-    ++summary_.optimizer_steps_run;
-    if (global_step() % options_.log_every_n_steps == 0) {
-      read_gpu_losses();
-      log_training_metrics();
-    }
-    if (options_.max_steps > 0 && global_step() >= options_.max_steps) {
-      read_gpu_losses();
-      return false;
-    }
-    if (step + 1 < steps.size()) stop_if_signalled(module, epoch(), next_batch);
+    if (!after_optimizer_step(module, next_batch, plan.micro_batches)) return false;
   }
   read_gpu_losses();
   return true;

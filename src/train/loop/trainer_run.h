@@ -58,7 +58,18 @@ class Trainer::Run {
   // Returns false when max_steps ended training inside the epoch.
   bool train_epoch(LightningModule& module);
   void validate(LightningModule& module);
-  int64_t skip_trained(std::vector<int64_t>& order, const EpochPlan& plan);
+  // This rank's epoch, for either loop: its samples in order (DistributedSampler's shard), its
+  // plan, and the micro-batches a resumed epoch's checkpoint had trained, taken off the front.
+  struct RankEpoch {
+    std::vector<int64_t> order;
+    int64_t samples = 0;  // before the skip
+    EpochPlan plan;
+    int64_t skip = 0;
+  };
+  RankEpoch start_rank_epoch();
+  // After an optimizer step, for either loop: counts it, logs the training metrics where due (a
+  // GPU's losses read first) and takes a signal's stop before next_batch; false at --max-steps.
+  bool after_optimizer_step(LightningModule& module, int64_t next_batch, int64_t micro_batches);
   [[noreturn]] void throw_nonfinite_loss(double loss, int64_t batch, int64_t step) const;
   [[noreturn]] void throw_diverged(const std::string& what) const;
   void check_final_parameters(const Mlp& net) const;

@@ -114,7 +114,7 @@ struct RawSegment {
 };
 
 // Splits a step of the training thread: each moment goes to the innermost op that names a
-// part (an op naming none takes its parent's; one with no named ancestor is unattributed).
+// part (an op naming none takes its parent's; one with no named ancestor is other).
 class StepSplitter {
  public:
   StepSplitter(const TraceFile& t, std::vector<const TraceEvent*> ops) : t_(t), ops_(std::move(ops)) {

@@ -63,7 +63,7 @@ void sync_findings(const JobSyncs& job, double wall_seconds, const std::string& 
                     "epoch-level metrics), and keep barriers and broadcasts out of the step.") +
             (mean.other_name.find("broadcast") != std::string::npos
                  ? " A broadcast after each batch in a Lightning job is Lightning's own SIGTERM check "
-                   "(_broadcast_sigterm_tensor, Lightning issue #21487), not your code."
+                   "(_broadcast_sigterm_tensor, Lightning-AI/pytorch-lightning#21487), not your code."
                  : ""));
   }
   // Gradients synchronised after more than one micro-batch of a step: each backward but the

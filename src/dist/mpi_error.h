@@ -1,5 +1,5 @@
 #pragma once
-// Every MPI return code is checked (STYLE §6): communicators use MPI_ERRORS_RETURN, and a
+// Every MPI return code is checked: communicators use MPI_ERRORS_RETURN, and a
 // failed call becomes a DistributedError (exit code 4) naming the call and the rank.
 #include "dist/mpi_c.h"
 

@@ -23,7 +23,7 @@ std::optional<double> others_share_of_cores(const RunSummary& summary);
 std::optional<std::string> busy_note(const RunRecord& run);
 
 // The largest others_share_of_cores over a doctor's runs (doctor.json's, read back by
-// doctor_runs.h); 0 when none measured it.
+// doctor_file.h); 0 when none measured it.
 double busiest_share_of_cores(const std::vector<RunRecord>& runs);
 
 // Ranks that outnumber their machine's cores share them: each computes slower than on a core of

@@ -1,7 +1,7 @@
 // main() of every *_mpi_test: GoogleTest inside an MPI job. Each rank runs every test; the
 // process fails when any rank failed (so mpirun's exit code, and ctest, see it), and only
 // rank 0 prints, except that other ranks print their own failures, prefixed "[rank R]".
-// MPI that does not start is a failure, never a skip (STYLE §11).
+// MPI that does not start is a failure, never a skip.
 #include <gtest/gtest.h>
 #include "dist/mpi_c.h"
 #include "dist/world.h"

@@ -11,8 +11,8 @@
 
 #include "ddpscope/error.h"
 #include "doctor/doctor_file.h"
-#include "doctor/interconnect.h"
 #include "doctor/forecast.h"
+#include "doctor/interconnect.h"
 #include "run_options.h"
 #include "train/config/option_json.h"
 #include "train/config/options.h"

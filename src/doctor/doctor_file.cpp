@@ -84,7 +84,8 @@ RunRecord read_traced_run(const Json& j, const std::string& where) {
   s.optimizer_steps_run = s.optimizer_steps = read<int64_t>(j, "steps", where);
   s.wall_seconds = run.wall_seconds = read<double>(j, "wall_seconds", where);
   const Json& phases = read_array(j, "phases_per_rank", where);
-  for (std::size_t i = 0; i < phases.size(); ++i) s.phases_per_rank.push_back(read_phases(phases[i], item(where, "phases_per_rank", i)));
+  for (std::size_t i = 0; i < phases.size(); ++i)
+    s.phases_per_rank.push_back(read_phases(phases[i], item(where, "phases_per_rank", i)));
   if (s.phases_per_rank.size() != run.ranks.size()) {
     throw DataError(fmt::format("{} has {} \"ranks\" and {} \"phases_per_rank\", expected one for each rank", where,
                                 run.ranks.size(), s.phases_per_rank.size()));
@@ -165,14 +166,18 @@ DoctorResult read_doctor_result(const Json& doc, const std::string& file) {
   if (source != "engine" && source != "traces")
     throw DataError(fmt::format("{} field \"source\" is \"{}\", expected \"engine\" or \"traces\"", file, source));
   if (schema == "ddpscope.analyze/1" && source != "traces")
-    throw DataError(fmt::format("{} is analyze's (schema \"ddpscope.analyze/1\") but its field \"source\" is \"{}\", expected \"traces\"", file, source));
+    throw DataError(fmt::format(
+        "{} is analyze's (schema \"ddpscope.analyze/1\") but its field \"source\" is \"{}\", expected \"traces\"", file,
+        source));
   const bool traced = source == "traces";
   result.source = traced ? RunSource::kTraces : RunSource::kEngine;
   result.ablations_run = schema == "ddpscope.doctor/1" && !traced;
   if (traced) {
     const Json& setup = member(doc, "setup", file);
-    if (!setup.is_object()) throw DataError(fmt::format("{} field \"setup\" is {}, expected an object", file, setup.dump()));
-    for (const auto& [name, value] : setup.items()) result.setup.emplace_back(name, read<std::string>(setup, name, file + " setup"));
+    if (!setup.is_object())
+      throw DataError(fmt::format("{} field \"setup\" is {}, expected an object", file, setup.dump()));
+    for (const auto& [name, value] : setup.items())
+      result.setup.emplace_back(name, read<std::string>(setup, name, file + " setup"));
   } else {
     result.config = config_from_json(member(doc, "config", file), file + " config");
   }

@@ -94,7 +94,9 @@ nlohmann::ordered_json probe_json(const AllreduceFit& allreduce) {
 // A traced prediction prices a step of an unknown configuration: its sizes are null.
 nlohmann::ordered_json prediction_json(const PredictionRow& p) {
   const WorkloadConfig& w = p.workload;
-  const auto size = [&](int64_t value) { return p.per_step ? nlohmann::ordered_json() : nlohmann::ordered_json(value); };
+  const auto size = [&](int64_t value) {
+    return p.per_step ? nlohmann::ordered_json() : nlohmann::ordered_json(value);
+  };
   return {{"label", optional_json(p.label)},
           {"ablation", optional_json(p.ablation)},
           {"devices", w.devices},

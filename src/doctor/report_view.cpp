@@ -310,9 +310,10 @@ ReportView build_report_view(const DoctorResult& result) {
   if (result.model) view.model = model_of(*result.model);
   for (const PredictionRow& p : result.predictions) view.predictions.push_back(prediction_of(p));
   // Depth is a column only where the doctor varied it.
-  const bool depth_varied = std::any_of(result.predictions.begin(), result.predictions.end(), [&](const PredictionRow& p) {
-    return !p.per_step && p.workload.hidden_layers != result.config.model.hidden_layers;
-  });
+  const bool depth_varied =
+      std::any_of(result.predictions.begin(), result.predictions.end(), [&](const PredictionRow& p) {
+        return !p.per_step && p.workload.hidden_layers != result.config.model.hidden_layers;
+      });
   if (!depth_varied) {
     for (PredictionView& p : view.predictions) p.hidden_layers = kNaN;
   }

@@ -33,7 +33,7 @@ struct RunRecord {
   double phase(Phase phase) const;
   double startup() const { return phase(Phase::kStartup); }
   int64_t optimizer_steps() const;  // at epochs_full
-  double seconds_per_step() const;   // the wall over the steps run
+  double seconds_per_step() const;  // the wall over the steps run
 };
 
 // Runs `ddpscope train` with config at `devices`, for `epochs` epochs, in <root>/runs/<folder>;

@@ -30,8 +30,8 @@ struct MonitorOptions {
   // rank training flat out reads near 100 % whether or not it is pinned to them (0: every core it
   // may run on).
   int device_cores = 0;
-  bool gpu = false;       // also read NVML
-  int device_index = 0;   // the GPU this rank drives, in NVML's numbering
+  bool gpu = false;      // also read NVML
+  int device_index = 0;  // the GPU this rank drives, in NVML's numbering
   std::string nvml_library = kNvmlLibrary;
   // Samples kept (the latest ones), reserved up front: 109 minutes at 100 ms, or 65,536
   // per-step probes; 2.5 MiB.

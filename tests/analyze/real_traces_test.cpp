@@ -29,7 +29,8 @@ void expect_parts_add_up(const TraceJob& job) {
 }
 
 bool has_note(const TraceAnalysis& a, const std::string& start) {
-  return std::any_of(a.result.notes.begin(), a.result.notes.end(), [&](const std::string& n) { return n.starts_with(start); });
+  return std::any_of(a.result.notes.begin(), a.result.notes.end(),
+                     [&](const std::string& n) { return n.starts_with(start); });
 }
 
 double part_ms(const TraceAnalysis& a, Phase p) { return a.ranks[0].part_ms[static_cast<std::size_t>(p)]; }

@@ -227,8 +227,7 @@ Trainer::Run::RankEpoch Trainer::Run::start_rank_epoch() {
   e.samples = static_cast<int64_t>(e.order.size());
   e.plan = rank_epoch_plan();
   e.skip = std::min(std::exchange(position_.next_batch, 0), e.plan.micro_batches);
-  e.order.erase(e.order.begin(),
-                e.order.begin() + std::min<int64_t>(e.skip * data_.train_spec.batch_size, e.samples));
+  e.order.erase(e.order.begin(), e.order.begin() + std::min<int64_t>(e.skip * data_.train_spec.batch_size, e.samples));
   return e;
 }
 

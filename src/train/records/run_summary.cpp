@@ -21,7 +21,6 @@ using json_fields::read_array;
 
 using Json = nlohmann::ordered_json;  // "config" keeps the option table's order
 
-
 nlohmann::ordered_json allreduce_json(const AllreduceStats& a) {
   return {{"calls", a.calls},
           {"bytes", a.bytes},
@@ -40,7 +39,6 @@ nlohmann::ordered_json sched_json(const SchedDelta& d) {
           {"steal_seconds", d.steal_seconds ? nlohmann::ordered_json(*d.steal_seconds) : nullptr}};
 }
 
-
 // One of an enum's spellings; what ran is never "auto".
 template <typename E>
 E read_spelling(const Json& j, const std::string& key, const std::string& where, std::string_view expected) {
@@ -50,7 +48,6 @@ E read_spelling(const Json& j, const std::string& key, const std::string& where,
     throw DataError(fmt::format("{} field \"{}\" is \"{}\", expected {}", where, key, text, expected));
   return *value;
 }
-
 
 AllreduceStats read_allreduce(const Json& j, const std::string& where) {
   AllreduceStats a;
@@ -92,7 +89,6 @@ ThreadCensus read_census(const Json& j) {
   t.blas_threads = static_cast<int>(read<int64_t>(j, "blas_threads", where));
   return t;
 }
-
 
 bool same_allreduce(const AllreduceStats& a, const AllreduceStats& b) {
   return a.calls == b.calls && a.bytes == b.bytes && a.seconds == b.seconds &&

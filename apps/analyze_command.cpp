@@ -14,6 +14,10 @@
 #include "ddpscope/error.h"
 #include "doctor/command_line.h"
 #include "doctor/report_html.h"
+#include "log/run_dir.h"
+#include "script/device_count.h"
+#include "script/script_doctor.h"
+#include "train/config/parse_value.h"
 #include "log/file_io.h"
 #include "log/gzip.h"
 
@@ -27,7 +31,13 @@ struct AnalyzeOptions {
   bool json = false;
   std::optional<std::string> report;
   std::optional<std::string> trace;
+  std::string trace_steps = "10";
+  int64_t max_steps = 0;
+  std::vector<std::string> command;  // analyze -- COMMAND
 };
+
+// The most optimizer steps a run's trace may hold: each rank's trace grows with them.
+constexpr int64_t kMostTraceSteps = 1000;
 
 std::map<std::string, int> parse_rank_map(const std::vector<std::string>& entries) {
   std::map<std::string, int> out;
@@ -114,14 +124,62 @@ std::string trace_text(const TraceAnalysis& analysis, const std::string& path) {
   return lower.ends_with(".gz") ? gzip(text) : text;
 }
 
+TraceAnalysis analysis_of_traces(const AnalyzeOptions& o, const CLI::App& analyze) {
+  if (o.inputs.empty()) {
+    throw UsageError(
+        "analyze needs traces or a command: name files, folders or patterns (ddpscope analyze traces/), or run your "
+        "script after -- (ddpscope analyze -- python train.py)");
+  }
+  for (const char* name : {"--trace-steps", "--max-steps"}) {
+    if (analyze.get_option(name)->count() > 0)
+      throw UsageError(fmt::format("{} applies to a command run after --; traces already written are read as they are",
+                                   name));
+  }
+  const std::map<std::string, int> rank_map = parse_rank_map(o.rank_map);
+  const std::vector<TraceInput> files = trace_files(o.inputs);
+  std::vector<TraceInput> everything_read = files;
+  std::vector<TracedScale> others;
+  std::vector<std::pair<std::string, std::vector<TraceInput>>> scaling;
+  for (const std::string& path : o.scaling_from) {
+    scaling.emplace_back(path, trace_files({path}));
+    everything_read.insert(everything_read.end(), scaling.back().second.begin(), scaling.back().second.end());
+  }
+  refuse_outputs_over_inputs(o, everything_read);
+  TraceJob job = read_job(files, rank_map, progress_on_terminal());
+  for (const auto& [given, job_files] : scaling) {
+    TraceJob other = read_job(job_files, rank_map, progress_on_terminal());
+    check_scaling_point(given, other, job_files, files);
+    others.push_back(traced_scale(analyze_job(std::move(other)), given));
+  }
+  return analyze_job(std::move(job), others);
+}
+
+// analyze -- COMMAND: run once as it is, with the hook, in ddpscope_logs/version_<n>.
+TraceAnalysis analysis_of_command(const AnalyzeOptions& o, const CLI::App& analyze) {
+  if (!o.inputs.empty() || !o.rank_map.empty() || !o.scaling_from.empty()) {
+    throw UsageError(
+        "with -- COMMAND analyze reads the traces its run writes: no PATH, --rank-map or --scaling-from (ddpscope "
+        "doctor -- COMMAND runs it at several device counts)");
+  }
+  if (has_devices_placeholder(o.command)) {
+    throw UsageError("analyze runs your command as it is, at its own device count: {devices} needs a count, which "
+                     "ddpscope doctor --devices 1,N -- COMMAND gives");
+  }
+  refuse_outputs_over_inputs(o, {});
+  const int steps = static_cast<int>(parse_int("trace-steps", o.trace_steps, 1, kMostTraceSteps));
+  const std::filesystem::path dir = make_run_dir("ddpscope_logs", "", "", false);
+  (void)analyze;
+  return analyze_script(o.command, steps, o.max_steps, dir);
+}
+
 }  // namespace
 
-void add_analyze_command(CLI::App& app, int argc, char** argv) {
+void add_analyze_command(CLI::App& app, int argc, char** argv, const std::vector<std::string>& command) {
   auto options = std::make_shared<AnalyzeOptions>();
   CLI::App* analyze = app.add_subcommand(
       "analyze", "read a PyTorch or Lightning job's per-rank traces (torch.profiler, .json or .json.gz)");
   analyze->add_option("paths", options->inputs,
-                      "trace files, folders of them, or glob patterns (a path that begins with '-' goes after --)");
+                      "trace files, folders of them, or glob patterns (a path that begins with '-' is written ./-name)");
   analyze->add_option("--rank-map", options->rank_map, "FILE=RANK: the rank of a trace that does not say it")
       ->allow_extra_args(false);
   analyze
@@ -133,27 +191,17 @@ void add_analyze_command(CLI::App& app, int argc, char** argv) {
   analyze->add_option("--report", options->report, "also write the doctor's report.html of the analysis here");
   analyze->add_option("--trace", options->trace,
                       "also write one Chrome trace of all ranks here (Perfetto; gzip where the name ends .gz)");
-  analyze->callback([options, argc, argv] {
-    if (options->inputs.empty()) {
-      throw UsageError("analyze needs traces: name files, folders or patterns (ddpscope analyze traces/)");
-    }
-    const std::map<std::string, int> rank_map = parse_rank_map(options->rank_map);
-    const std::vector<TraceInput> files = trace_files(options->inputs);
-    std::vector<TraceInput> everything_read = files;
-    std::vector<TracedScale> others;
-    std::vector<std::pair<std::string, std::vector<TraceInput>>> scaling;
-    for (const std::string& path : options->scaling_from) {
-      scaling.emplace_back(path, trace_files({path}));
-      everything_read.insert(everything_read.end(), scaling.back().second.begin(), scaling.back().second.end());
-    }
-    refuse_outputs_over_inputs(*options, everything_read);
-    TraceJob job = read_job(files, rank_map, progress_on_terminal());
-    for (const auto& [given, job_files] : scaling) {
-      TraceJob other = read_job(job_files, rank_map, progress_on_terminal());
-      check_scaling_point(given, other, job_files, files);
-      others.push_back(traced_scale(analyze_job(std::move(other)), given));
-    }
-    TraceAnalysis analysis = analyze_job(std::move(job), others);
+  analyze
+      ->add_option("--trace-steps", options->trace_steps,
+                   fmt::format("with -- COMMAND: optimizer steps traced, after a warm-up (1 to {})", kMostTraceSteps))
+      ->group("your command");
+  analyze->add_option("--max-steps", options->max_steps, "with -- COMMAND: end it after K optimizer steps")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->group("your command");
+  options->command = command;
+  analyze->callback([options, analyze, argc, argv] {
+    TraceAnalysis analysis = options->command.empty() ? analysis_of_traces(*options, *analyze)
+                                                      : analysis_of_command(*options, *analyze);
     analysis.result.command = shell_command({argv, argv + argc});
     // The answer first: an output that cannot be written must not take it away.
     if (options->json) {

@@ -84,8 +84,8 @@ std::string in_user_words(const CLI::App& app, const CLI::ParseError& e, int arg
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && colon != std::string::npos && argc >= 2) {
     const std::string extra = what.substr(colon + 2);
     if (extra.starts_with("-") && extra.find(' ') == std::string::npos) {
-      return fmt::format("{} is not an option of {}; a path that begins with '-' goes after -- (ddpscope {} -- {})",
-                         extra, argv[1], argv[1], extra);
+      return fmt::format("{} is not an option of {}; a path that begins with '-' is written ./{} (ddpscope {} ./{})",
+                         extra, argv[1], extra, argv[1], extra);
     }
   }
   return what;
@@ -103,7 +103,25 @@ std::string help_hint(const CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
+// `doctor -- COMMAND` and `analyze -- COMMAND`: the user's own command is every word after the
+// first --, which CLI11 then never sees (its options are the command's, not ours).
+std::vector<std::string> user_command(int& argc, char** argv) {
+  if (argc < 2 || (std::string_view(argv[1]) != "doctor" && std::string_view(argv[1]) != "analyze")) return {};
+  for (int i = 2; i < argc; ++i) {
+    if (std::string_view(argv[i]) != "--") continue;
+    std::vector<std::string> command(argv + i + 1, argv + argc);
+    if (command.empty() || command.front().empty()) {
+      throw UsageError(fmt::format("-- needs the command to run after it (ddpscope {} -- python train.py)", argv[1]));
+    }
+    argc = i;
+    return command;
+  }
+  return {};
+}
+
 int run_cli(int argc, char** argv) {
+  const int typed = argc;  // every word, for the commands that reproduce this one
+  const std::vector<std::string> command = user_command(argc, argv);
   CLI::App app{"ddpscope: a data-parallel MLP trainer and scaling doctor", "ddpscope"};
   app.set_version_flag("--version", std::string("ddpscope ") + DDPSCOPE_VERSION);
   app.require_subcommand(1);
@@ -114,10 +132,11 @@ int run_cli(int argc, char** argv) {
   bool train_overwrite = false;
   train->add_flag("--overwrite", train_overwrite, "replace an existing --version folder")->group("observability");
   DoctorCommands doctor_commands;
+  doctor_commands.user_command = command;
   add_doctor_commands(app, doctor_commands);
   add_predict_command(app);
   add_devices_command(app);
-  add_analyze_command(app, argc, argv);
+  add_analyze_command(app, typed, argv, command);
 
   try {
     app.parse(argc, argv);
@@ -127,7 +146,7 @@ int run_cli(int argc, char** argv) {
     throw UsageError(fmt::format("{}; {}", in_user_words(app, e, argc, argv), help_hint(app, argc, argv)));
   }
   if (train->parsed()) return run_train(*train, train_options, train_overwrite);
-  return run_doctor_commands(doctor_commands, argc, argv);
+  return run_doctor_commands(doctor_commands, typed, argv);
 }
 
 }  // namespace ddp

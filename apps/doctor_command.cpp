@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "doctor/allreduce_probe.h"
 #include "doctor/command_line.h"
 #include "doctor/doctor.h"
+#include "script/script_doctor.h"
 #include "gpu/visible_gpus.h"
 #include "log/run_dir.h"
 #include "train/config/accelerator_check.h"
@@ -144,6 +146,52 @@ int run(CLI::App& command, RunOptions& options, const std::string& devices_text,
   return 0;
 }
 
+// The most optimizer steps a run's trace may hold: each rank's trace grows with them.
+constexpr int64_t kMostTraceSteps = 1000;
+
+// The options doctor -- COMMAND takes from train's: where its folder goes, and --max-steps.
+constexpr std::array kScriptOptions = {"max-steps", "default-root-dir", "name", "version"};
+
+// doctor -- COMMAND: the user's own command at each device count (script/script_doctor.h).
+int run_script(DoctorCommands& c, int argc, char** argv) {
+  CLI::App& command = *c.doctor;
+  const OptionTexts given = given_options(command, c.doctor_options);
+  for (const auto& [name, value] : given) {
+    if (std::find(kScriptOptions.begin(), kScriptOptions.end(), name) == kScriptOptions.end()) {
+      throw UsageError(fmt::format("--{} configures ddpscope's own training, not your command; with -- COMMAND the "
+                                   "doctor takes --devices, --max-steps, --trace-steps, --default-root-dir, --name, "
+                                   "--version and --overwrite",
+                                   name));
+    }
+  }
+  if (c.doctor_options.preset.size() > 0 || !c.doctor_options.config_file.empty() ||
+      command.get_option("--repeats")->count() > 0 || command.get_option("--mpirun-args")->count() > 0) {
+    throw UsageError(
+        "--preset, --config, --repeats and --mpirun-args configure ddpscope's own runs, not your command; with -- "
+        "COMMAND the doctor takes --devices, --max-steps, --trace-steps, --default-root-dir, --name, --version and "
+        "--overwrite");
+  }
+  const Config config = resolve_config(given, "", "");
+  ScriptRequest request;
+  request.command = c.user_command;
+  request.max_steps = std::max<int64_t>(0, config.trainer.max_steps);
+  request.trace_steps = static_cast<int>(parse_int("trace-steps", c.trace_steps, 1, kMostTraceSteps));
+  if (command.get_option("--devices")->count() > 0) {
+    request.devices = parse_device_list(c.doctor_devices);
+  } else {
+    // 1 and every device the host has: its GPUs, else its cores.
+    const int gpus = static_cast<int>(visible_gpus().devices.size());
+    const int most = gpus > 0 ? gpus : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    request.devices = most > 1 ? std::vector<int>{1, most} : std::vector<int>{1};
+  }
+  request.dir = make_run_dir(config.trainer.default_root_dir, config.trainer.name, config.trainer.version,
+                             c.doctor_overwrite);
+  std::vector<std::string> typed = {"ddpscope"};
+  for (int i = 1; i < argc; ++i) typed.emplace_back(argv[i]);
+  request.ddpscope_command = shell_command(typed);
+  return run_script_doctor(request, stdout);
+}
+
 int run_probe(DoctorCommands& c, int argc, char** argv) {
   if (c.probe_devices > 1 && !launched_by_mpi()) return relaunch_under_mpirun(argc, argv, {c.probe_devices});
   std::vector<int64_t> sizes;
@@ -187,6 +235,15 @@ void add_doctor_commands(CLI::App& app, DoctorCommands& c) {
       ->group("trainer");
   c.doctor->add_option("--mpirun-args", "extra arguments for every mpirun it starts (a hostfile, transports)")
       ->group("trainer");
+  c.doctor
+      ->add_option("--trace-steps", c.trace_steps,
+                   fmt::format("with -- COMMAND: optimizer steps traced in each run, after a warm-up (1 to {})",
+                               kMostTraceSteps))
+      ->group("your command");
+  c.doctor->footer(
+      "ddpscope doctor [--devices 1,N] [--max-steps K] [--trace-steps S] -- COMMAND...: your own PyTorch or Lightning "
+      "script, unmodified, at each device count ({devices} in COMMAND, torchrun's --nproc-per-node, or a Lightning "
+      "Trainer's devices set), traced by a start-up hook and answered as the doctor answers for its own runs.");
 
   c.probe = app.add_subcommand("probe-allreduce", "time MPI allreduce at a few sizes (used by doctor)");
   c.probe->group("");  // internal: not listed in --help
@@ -197,7 +254,11 @@ void add_doctor_commands(CLI::App& app, DoctorCommands& c) {
 int run_doctor_commands(DoctorCommands& c, int argc, char** argv) {
   if (c.compare->parsed())
     return run(*c.compare, c.compare_options, c.compare_devices, c.compare_overwrite, false, 1, argc, argv);
+  if (c.doctor->parsed() && !c.user_command.empty()) return run_script(c, argc, argv);
   if (c.doctor->parsed()) {
+    if (c.doctor->get_option("--trace-steps")->count() > 0) {
+      throw UsageError("--trace-steps traces your own command: give it after --trace-steps S -- COMMAND...");
+    }
     const auto repeats = static_cast<int>(parse_int("repeats", c.doctor_repeats, 1, kMaxRepeats));
     return run(*c.doctor, c.doctor_options, c.doctor_devices, c.doctor_overwrite, true, repeats, argc, argv);
   }

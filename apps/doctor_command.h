@@ -21,6 +21,8 @@ struct DoctorCommands {
   bool doctor_overwrite = false;
   int probe_devices = 1;
   std::string probe_sizes;
+  std::string trace_steps = "10";
+  std::vector<std::string> user_command;  // doctor -- COMMAND: the user's own, as typed
 };
 
 void add_doctor_commands(CLI::App& app, DoctorCommands& commands);

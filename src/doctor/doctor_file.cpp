@@ -63,6 +63,10 @@ RunRecord read_traced_run(const Json& j, const std::string& where) {
     throw DataError(fmt::format("{} field \"devices\" is {}, expected 1 or more", where, run.devices));
   run.command = read<std::string>(j, "command", where);
   run.ok = read<bool>(j, "ok", where);
+  if (!run.ok) {
+    run.error = read<std::string>(j, "error", where);
+    return run;
+  }
   for (const Json& rank : read_array(j, "ranks", where)) {
     if (!rank.is_number_integer() || rank.get<int64_t>() < 0)
       throw DataError(fmt::format("{} field \"ranks\" holds {}, expected rank numbers", where, rank.dump()));
@@ -91,6 +95,11 @@ RunRecord read_traced_run(const Json& j, const std::string& where) {
                                 run.ranks.size(), s.phases_per_rank.size()));
   }
   s.arrivals = read_arrivals(member(j, "arrivals", where), where + " arrivals");
+  // Written since a user's command is run: null where unknown.
+  if (j.contains("command_wall_seconds"))
+    run.command_wall_seconds = read_optional<double>(j, "command_wall_seconds", where).value_or(0);
+  if (j.contains("samples_per_step"))
+    run.samples_per_step = read_optional<double>(j, "samples_per_step", where).value_or(0);
   return run;
 }
 

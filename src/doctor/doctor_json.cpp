@@ -15,8 +15,15 @@ nlohmann::ordered_json optional_json(const std::optional<T>& value) {
   return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
 }
 
+// A number that is 0 where unknown, as null.
+nlohmann::ordered_json known(double value) { return value > 0 ? nlohmann::ordered_json(value) : nullptr; }
+
 // A run read from traces: what they measured, and what they cannot say.
 nlohmann::ordered_json traced_run_json(const RunRecord& run) {
+  if (!run.ok) {
+    return {{"label", run.label}, {"devices", run.devices}, {"command", run.command},
+            {"ok", false},        {"source", "traces"},     {"error", run.error}};
+  }
   const RunSummary& s = run.summary;
   nlohmann::ordered_json phases = nlohmann::ordered_json::array();
   for (const PhaseSeconds& rank : s.phases_per_rank) phases.push_back(phases_json(rank));
@@ -30,6 +37,8 @@ nlohmann::ordered_json traced_run_json(const RunRecord& run) {
           {"gradient_transport", spelling(s.gradient_transport)},
           {"steps", s.optimizer_steps_run},
           {"wall_seconds", run.wall_seconds},
+          {"command_wall_seconds", known(run.command_wall_seconds)},
+          {"samples_per_step", known(run.samples_per_step)},
           {"phases_per_rank", phases},
           {"arrivals", arrivals_json(s.arrivals)},
           {"not_in_the_traces", kNotInTraces}};
@@ -147,8 +156,14 @@ const RunRecord* DoctorResult::run_at(int devices) const {
 std::optional<double> DoctorResult::speedup(const RunRecord& run) const {
   const RunRecord* one = run_at(1);
   if (one == nullptr || !one->ok || !run.ok) return std::nullopt;
-  const double x = source == RunSource::kTraces ? one->seconds_per_step() : one->wall_seconds;
-  const double y = source == RunSource::kTraces ? run.seconds_per_step() / run.devices : run.wall_seconds;
+  // Traced runs: samples per second where both runs said their samples, else as each device
+  // keeps its batch (DDP's), N devices take N times the samples of one.
+  const bool samples = one->samples_per_step > 0 && run.samples_per_step > 0;
+  const double x = source == RunSource::kTraces ? one->seconds_per_step() / (samples ? one->samples_per_step : 1)
+                                                : one->wall_seconds;
+  const double y = source == RunSource::kTraces
+                       ? run.seconds_per_step() / (samples ? run.samples_per_step : run.devices)
+                       : run.wall_seconds;
   if (!(x > 0 && y > 0)) return std::nullopt;
   return x / y;
 }

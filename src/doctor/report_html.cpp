@@ -59,7 +59,9 @@ std::string section_start(const char* id, int number, std::string_view title, st
 }
 
 std::string question_of(const ReportView& view) {
-  if (view.kind == ReportKind::kAnalyze) return "Where does each rank's step go, and who holds the others back?";
+  // Traces of one job ask where its steps go; a script's runs at 1 and N devices, the seed's question.
+  if (view.kind == ReportKind::kAnalyze && !view.headline)
+    return "Where does each rank's step go, and who holds the others back?";
   if (!view.headline) return "How fast does this configuration train, and where does the time go?";
   const double speedup = view.headline->speedup;
   const int n = view.headline->devices;

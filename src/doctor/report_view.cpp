@@ -88,18 +88,25 @@ const ReportRun* largest_run(const std::vector<ReportRun>& runs) {
 // A run read from traces, one row per rank: its step parts; its arrivals drawn on the first.
 void traced_runs_of(const RunRecord& r, double speedup, bool one_run, std::vector<ReportRun>& out) {
   const RunSummary& s = r.summary;
-  for (std::size_t i = 0; i < s.phases_per_rank.size(); ++i) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, s.phases_per_rank.size()); ++i) {
     ReportRun run;
     const std::string rank = fmt::format("rank {}", i < r.ranks.size() ? r.ranks[i] : static_cast<int>(i));
     run.label = one_run ? rank : fmt::format("{} {}", r.label, rank);
     run.devices = r.devices;
     run.command = i == 0 ? r.command : "";
+    if (!r.ok) {  // a failed run: one row, its command
+      run.label = r.label;
+      run.wall_seconds = run.samples_per_second = run.optimizer_steps = run.speedup = run.monitor_interval_ms = kNaN;
+      out.push_back(std::move(run));
+      return;
+    }
     std::array<double, kPhaseCount> phases = s.phases_per_rank[i];
     run.wall_seconds = 0;
     for (double& seconds : phases) run.wall_seconds += seconds, seconds = std::max(seconds, 0.0);
     run.phase_seconds = phases;
     run.speedup = i == 0 ? speedup : kNaN;
-    run.samples_per_second = run.monitor_interval_ms = kNaN;
+    run.monitor_interval_ms = kNaN;
+    run.samples_per_second = i == 0 && r.samples_per_step > 0 ? r.samples_per_step / r.seconds_per_step() : kNaN;
     run.optimizer_steps = static_cast<double>(s.optimizer_steps_run);
     if (i == 0) {
       run.arrival_lag_ms = arrival_lag_of(s.arrivals);

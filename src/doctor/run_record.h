@@ -28,6 +28,11 @@ struct RunRecord {
   std::vector<double> repeat_wall_seconds;
   // A traced run: the rank of each of the summary's per-rank series, as the traces number them.
   std::vector<int> ranks;
+  // A user's command run by ddpscope (doctor -- COMMAND): its whole wall time, start-up
+  // included, and the samples all devices took per optimizer step where the script said
+  // (Lightning: the batch's first dimension times its micro-batches per step); 0 unknown.
+  double command_wall_seconds = 0;
+  double samples_per_step = 0;
 
   // Seconds of a phase, mean over ranks, scaled like wall_seconds (startup is not scaled).
   double phase(Phase phase) const;

@@ -286,9 +286,9 @@ TEST(AnalyzeCli, PatternsFoldersSpellingsAndDashes) {
   r = analyze("-r0.json", dir);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "ddpscope: error: -r0.json is not an option of analyze; a path that begins with '-' goes after -- "
-            "(ddpscope analyze -- -r0.json); run 'ddpscope analyze --help'\n");
-  r = analyze("-- -r0.json ./-r0.json", dir);
+            "ddpscope: error: -r0.json is not an option of analyze; a path that begins with '-' is written ./-r0.json "
+            "(ddpscope analyze ./-r0.json); run 'ddpscope analyze --help'\n");
+  r = analyze("./-r0.json", dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, 39), "1 rank of a job of 1 on CPUs over gloo,");
   r = analyze("", dir);

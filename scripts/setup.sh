@@ -12,7 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin iproute2
   slurmd slurmctld slurm-client munge
   protobuf-compiler
-  python3-numpy python3-torch
+  python3-numpy python3-torch python3-pip
   chromium fonts-liberation
 )
 preset=${1:-release}
@@ -48,6 +48,19 @@ fi
 
 shift || true
 cd "$(dirname "$0")/.."
+
+# Lightning for the tests of doctor -- COMMAND (tests/script): the newest that runs on Debian's
+# torch 1.13, with what it imports, from PyPI as pure-Python wheels (--no-deps: torch stays
+# Debian's), into build/python-lightning, once.
+lightning_pins=(pytorch-lightning==2.0.9 lightning-utilities==0.9.0 torchmetrics==1.1.2 tqdm==4.70.1
+  fsspec==2026.9.0 packaging==26.4)
+lightning_dir=build/python-lightning
+if [[ "$(cat "$lightning_dir/.pins" 2>/dev/null)" != "${lightning_pins[*]}" ]]; then
+  rm -rf "$lightning_dir"
+  PIP_ROOT_USER_ACTION=ignore /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --target "$lightning_dir" "${lightning_pins[@]}" >&2
+  echo "${lightning_pins[*]}" >"$lightning_dir/.pins"
+fi
 cmake --preset "$preset" >/dev/null
 if (($#)); then
   cmake --build --preset "$preset" -j "$(nproc)" --target "$@"

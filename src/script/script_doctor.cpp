@@ -77,6 +77,7 @@ TraceJob job_of(const ScriptRun& run) {
 
 // What a run says of the devices it used, when ddpscope set them.
 std::optional<std::string> override_note(const ScriptRun& run) {
+  if (run.devices == 0) return std::nullopt;  // analyze: the command as it is
   const std::string n = std::to_string(run.devices);
   switch (run.command.control) {
     case DeviceControl::kPlaceholder:
@@ -252,11 +253,29 @@ std::string comparison_text(const std::vector<RunAnswer>& answers, const DoctorR
   return fmt::to_string(out);
 }
 
+// What the hook saw of a run beyond its steps: the script's own profiler, its own failures.
+std::vector<std::string> hook_notes(const ScriptRun& run) {
+  std::vector<std::string> notes;
+  const std::string who = run.devices > 0 ? label_of(run.devices) + ": " : "";
+  for (const HookFacts& f : run.ranks) {
+    if (f.own_profiler && notes.empty()) {
+      notes.push_back(who + "your script runs a profiler of its own: ddpscope's hook stayed out and read the traces "
+                            "it exported");
+    }
+    for (const std::string& e : f.errors) {
+      if (e != "no_device_control") notes.push_back(fmt::format("{}rank {}: the hook failed at {}", who, f.rank, e));
+    }
+  }
+  return notes;
+}
+
 // What ddpscope did to the command: the devices it set, and where it cut the runs.
 std::vector<std::string> what_was_done(const std::vector<ScriptRun>& runs) {
   std::vector<std::string> notes;
   for (const ScriptRun& run : runs) {
     if (const std::optional<std::string> said = override_note(run)) notes.push_back(*said);
+    const std::vector<std::string> hook = hook_notes(run);
+    notes.insert(notes.end(), hook.begin(), hook.end());
   }
   if (const std::optional<int64_t> cut = cut_at(runs)) {
     notes.push_back(fmt::format("each run was cut at {} optimizer steps (--max-steps): its own end was not reached",
@@ -413,7 +432,10 @@ TraceAnalysis analyze_script(const std::vector<std::string>& command, int trace_
   const ScriptRun run = run_once(as_given, 0, dir / "run", hook, trace_steps, max_steps, stderr);
   if (run.stopped) throw Error(static_cast<ExitCode>(128 + StopSignals::pending()), "stopped by a signal");
   try {
-    return analyze_job(job_of(run));
+    TraceAnalysis analysis = analyze_job(job_of(run));
+    const std::vector<std::string> said = what_was_done({run});
+    analysis.result.notes.insert(analysis.result.notes.begin(), said.begin(), said.end());
+    return analysis;
   } catch (const DataError& e) {
     throw Error(ExitCode::kOther, fmt::format("{}: {}", shell_command(command), e.what()));
   }

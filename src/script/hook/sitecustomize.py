@@ -254,7 +254,8 @@ class _Hook:
 
         def export(self, path, *args, **kwargs):
             result = original_export(self, path, *args, **kwargs)
-            if not hook.ours:
+            # torch.profiler's export calls the legacy profiler's: one file, listed once.
+            if not hook.ours and os.path.abspath(path) not in hook.own_traces:
                 hook.own_traces.append(os.path.abspath(path))
                 if hook.rank is None:
                     hook.rank, hook.world_size = hook._rank_and_world()

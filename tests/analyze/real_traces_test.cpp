@@ -131,6 +131,22 @@ double mean_part_ms(const TraceAnalysis& a, Phase p) {
 // The folder Lightning's PyTorchProfiler writes for a 2-rank DDP job, as it writes it: per rank
 // a training_step trace, a validation_step trace and a summary (fit-seed-<rank>.txt). The seed's
 // habit stands in every training_step: 5 ms of plain Python (its pynvml probe).
+// What ddpscope's own start-up hook wrote for the seed's script under torch 2 and Lightning 2.6:
+// a step per optimizer step (3 micro-batches each), its probe's Python named first.
+TEST(RealTraces, TheHooksTracesOfTheSeedsLightningScriptUnderTorch2) {
+  const TraceAnalysis a = analyze("hook_torch2_lightning_seed");
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.job.backend, "gloo");
+  EXPECT_EQ(a.ranks.front().steps, 3);
+  EXPECT_EQ(a.job.ranks.front().steps.step_source, "ProfilerStep#N");
+  expect_parts_add_up(a.job);
+  // Its 4 ms probe in each of the step's micro-batches (about 3), and Lightning's own Python.
+  EXPECT_GT(mean_part_ms(a, Phase::kPython), 3 * 4.0);
+  ASSERT_FALSE(a.result.findings.empty());
+  EXPECT_EQ(a.result.findings[0].title.substr(0, 56), "Plain Python inside the step, outside any framework op: ");
+  EXPECT_GT(a.ranks.front().syncs.gradient_calls, 0) << "DDP's allreduce inside backward";
+}
+
 TEST(RealTraces, LightningsFolderOfATwoRankDdpJobWithAProbeInTrainingStep) {
   const TraceAnalysis a = analyze("lightning_ddp_gloo");
   ASSERT_EQ(a.ranks.size(), 2u);

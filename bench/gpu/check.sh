@@ -190,6 +190,21 @@ if wanted analyze; then
   fi
 fi
 
+# 8b. The user's own script through `ddpscope doctor -- COMMAND`: the seed's Lightning script as
+# written (its pynvml probe included) on one GPU, its Trainer's devices set by the start-up hook,
+# cut at 60 optimizer steps, traced and answered; the answer is in check.log.
+if wanted script; then
+  if [[ $gpu != yes ]]; then
+    record doctor_script "not run" "" "" "no GPU: the seed's script trains on one"
+  elif ! python3 -c 'import torch, pytorch_lightning, pynvml' 2>>"$log"; then
+    record doctor_script "not run" "" "" "this Python lacks torch, pytorch_lightning or pynvml"
+  else
+    run doctor_script 90 "$ddpscope" doctor --devices 1 --max-steps 60 --default-root-dir script -- \
+      python3 "$root/bench/gpu/seed_lightning.py"
+    outcome doctor_script "ddpscope doctor -- python3 seed_lightning.py (the seed's script, 1 GPU, 60 optimizer steps)"
+  fi
+fi
+
 # 9. compute-sanitizer's memcheck on the device step (graphs, cursor, every kernel): one
 # test of it, as memcheck runs many times slower.
 if [[ -n $gpu_tests && $gpu == yes ]] && wanted memcheck; then

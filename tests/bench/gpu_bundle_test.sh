@@ -63,7 +63,8 @@ echo "check.sh ran here and said what it could not run"
 
 # With a GPU that nvidia-smi names and nothing else can reach (a fake nvidia-smi), every GPU
 # step is tried, in the order the goals need them: the seed's timings, the NVML probe, the
-# Python anchors, Lightning's traces for analyze, memcheck, then the test suites and the doctor.
+# Python anchors, Lightning's traces for analyze, the user's script through the doctor, memcheck,
+# then the test suites and the doctor.
 mkdir "$work/fakebin"
 cat >"$work/fakebin/nvidia-smi" <<'SMI'
 #!/bin/sh
@@ -72,7 +73,7 @@ SMI
 chmod +x "$work/fakebin/nvidia-smi"
 PATH=$work/fakebin:$PATH OUT=$work/out-fake "$source/bench/gpu/check.sh" "$work/pack/ddpscope-bundle.tar.gz" >/dev/null || true
 order=(machine ddpscope_version accelerator_cuda ddpscope_gpu_graph nvml_cycle_pynvml eager_torch lightning_seed_no_probe
-  lightning_traces)
+  lightning_traces doctor_script)
 [[ -n $(sed -n 's/^gpu_tests: //p' "$bundle/MANIFEST") ]] && order+=(compute_sanitizer)
 order+=(doctor_cuda)
 previous=0

@@ -129,6 +129,7 @@ class _Hook:
         try:
             self.profiler = profile(activities=activities,
                                     schedule=schedule(wait=self.wait_steps, warmup=1, active=self.trace_steps, repeat=1),
+                                    record_shapes=True,  # the collectives' sizes: the what-if on other links
                                     on_trace_ready=self._trace_ready)
         finally:
             self.ours = False

@@ -12,7 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin iproute2
   slurmd slurmctld slurm-client munge
   protobuf-compiler
-  python3-numpy python3-torch python3-pip
+  python3-numpy python3-torch python3-pip ca-certificates
   chromium fonts-liberation
 )
 preset=${1:-release}

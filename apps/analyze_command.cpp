@@ -14,12 +14,12 @@
 #include "ddpscope/error.h"
 #include "doctor/command_line.h"
 #include "doctor/report_html.h"
+#include "log/file_io.h"
+#include "log/gzip.h"
 #include "log/run_dir.h"
 #include "script/device_count.h"
 #include "script/script_doctor.h"
 #include "train/config/parse_value.h"
-#include "log/file_io.h"
-#include "log/gzip.h"
 
 namespace ddp {
 namespace {
@@ -132,8 +132,8 @@ TraceAnalysis analysis_of_traces(const AnalyzeOptions& o, const CLI::App& analyz
   }
   for (const char* name : {"--trace-steps", "--max-steps"}) {
     if (analyze.get_option(name)->count() > 0)
-      throw UsageError(fmt::format("{} applies to a command run after --; traces already written are read as they are",
-                                   name));
+      throw UsageError(
+          fmt::format("{} applies to a command run after --; traces already written are read as they are", name));
   }
   const std::map<std::string, int> rank_map = parse_rank_map(o.rank_map);
   const std::vector<TraceInput> files = trace_files(o.inputs);
@@ -162,8 +162,9 @@ TraceAnalysis analysis_of_command(const AnalyzeOptions& o, const CLI::App& analy
         "doctor -- COMMAND runs it at several device counts)");
   }
   if (has_devices_placeholder(o.command)) {
-    throw UsageError("analyze runs your command as it is, at its own device count: {devices} needs a count, which "
-                     "ddpscope doctor --devices 1,N -- COMMAND gives");
+    throw UsageError(
+        "analyze runs your command as it is, at its own device count: {devices} needs a count, which "
+        "ddpscope doctor --devices 1,N -- COMMAND gives");
   }
   refuse_outputs_over_inputs(o, {});
   const int steps = static_cast<int>(parse_int("trace-steps", o.trace_steps, 1, kMostTraceSteps));
@@ -178,8 +179,9 @@ void add_analyze_command(CLI::App& app, int argc, char** argv, const std::vector
   auto options = std::make_shared<AnalyzeOptions>();
   CLI::App* analyze = app.add_subcommand(
       "analyze", "read a PyTorch or Lightning job's per-rank traces (torch.profiler, .json or .json.gz)");
-  analyze->add_option("paths", options->inputs,
-                      "trace files, folders of them, or glob patterns (a path that begins with '-' is written ./-name)");
+  analyze->add_option(
+      "paths", options->inputs,
+      "trace files, folders of them, or glob patterns (a path that begins with '-' is written ./-name)");
   analyze->add_option("--rank-map", options->rank_map, "FILE=RANK: the rank of a trace that does not say it")
       ->allow_extra_args(false);
   analyze
@@ -200,8 +202,8 @@ void add_analyze_command(CLI::App& app, int argc, char** argv, const std::vector
       ->group("your command");
   options->command = command;
   analyze->callback([options, analyze, argc, argv] {
-    TraceAnalysis analysis = options->command.empty() ? analysis_of_traces(*options, *analyze)
-                                                      : analysis_of_command(*options, *analyze);
+    TraceAnalysis analysis =
+        options->command.empty() ? analysis_of_traces(*options, *analyze) : analysis_of_command(*options, *analyze);
     analysis.result.command = shell_command({argv, argv + argc});
     // The answer first: an output that cannot be written must not take it away.
     if (options->json) {

@@ -19,9 +19,9 @@
 #include "doctor/allreduce_probe.h"
 #include "doctor/command_line.h"
 #include "doctor/doctor.h"
-#include "script/script_doctor.h"
 #include "gpu/visible_gpus.h"
 #include "log/run_dir.h"
+#include "script/script_doctor.h"
 #include "train/config/accelerator_check.h"
 #include "train/config/options.h"
 #include "train/config/parse_value.h"
@@ -158,10 +158,11 @@ int run_script(DoctorCommands& c, int argc, char** argv) {
   const OptionTexts given = given_options(command, c.doctor_options);
   for (const auto& [name, value] : given) {
     if (std::find(kScriptOptions.begin(), kScriptOptions.end(), name) == kScriptOptions.end()) {
-      throw UsageError(fmt::format("--{} configures ddpscope's own training, not your command; with -- COMMAND the "
-                                   "doctor takes --devices, --max-steps, --trace-steps, --default-root-dir, --name, "
-                                   "--version and --overwrite",
-                                   name));
+      throw UsageError(
+          fmt::format("--{} configures ddpscope's own training, not your command; with -- COMMAND the "
+                      "doctor takes --devices, --max-steps, --trace-steps, --default-root-dir, --name, "
+                      "--version and --overwrite",
+                      name));
     }
   }
   if (c.doctor_options.preset.size() > 0 || !c.doctor_options.config_file.empty() ||
@@ -184,8 +185,8 @@ int run_script(DoctorCommands& c, int argc, char** argv) {
     const int most = gpus > 0 ? gpus : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     request.devices = most > 1 ? std::vector<int>{1, most} : std::vector<int>{1};
   }
-  request.dir = make_run_dir(config.trainer.default_root_dir, config.trainer.name, config.trainer.version,
-                             c.doctor_overwrite);
+  request.dir =
+      make_run_dir(config.trainer.default_root_dir, config.trainer.name, config.trainer.version, c.doctor_overwrite);
   std::vector<std::string> typed = {"ddpscope"};
   for (int i = 1; i < argc; ++i) typed.emplace_back(argv[i]);
   request.ddpscope_command = shell_command(typed);

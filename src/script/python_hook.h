@@ -13,10 +13,10 @@ namespace ddp {
 
 // What the hook is asked to do in each process of one run.
 struct HookSettings {
-  std::filesystem::path out;  // where each rank's trace and facts go
-  int trace_steps = 10;       // optimizer steps recorded
-  int wait_steps = 4;         // skipped before the one step of warm-up
-  int64_t max_steps = 0;      // end training after this many optimizer steps; 0: run to the end
+  std::filesystem::path out;   // where each rank's trace and facts go
+  int trace_steps = 10;        // optimizer steps recorded
+  int wait_steps = 4;          // skipped before the one step of warm-up
+  int64_t max_steps = 0;       // end training after this many optimizer steps; 0: run to the end
   std::optional<int> devices;  // override a Lightning Trainer's devices
 };
 
@@ -33,10 +33,10 @@ struct HookFacts {
   int rank = 0;
   std::optional<int> world_size;
   int pid = 0;
-  int64_t steps = 0;                    // optimizer steps it saw
-  std::optional<std::string> trace;     // its trace's file name, in the run's folder
-  bool own_profiler = false;            // the script ran a profiler of its own
-  std::vector<std::string> own_traces;  // the files that profiler exported
+  int64_t steps = 0;                           // optimizer steps it saw
+  std::optional<std::string> trace;            // its trace's file name, in the run's folder
+  bool own_profiler = false;                   // the script ran a profiler of its own
+  std::vector<std::string> own_traces;         // the files that profiler exported
   std::optional<std::string> lightning_asked;  // a Lightning Trainer's devices as the script gave them
   std::optional<int> lightning_used;
   std::optional<int64_t> batch_size;  // the first training batch's first dimension (Lightning)

@@ -52,9 +52,10 @@ std::vector<std::pair<TraceInput, int>> traces_of(const ScriptRun& run) {
     if (f.trace) files.push_back((run.folder / *f.trace).string());
     if (files.empty()) continue;
     if (std::find(seen.begin(), seen.end(), f.rank) != seen.end()) {
-      throw DataError(fmt::format("two processes of it called themselves rank {} ({}): each process of a job needs a "
-                                  "rank of its own (torch.distributed's, or RANK from its launcher)",
-                                  f.rank, run.folder.string()));
+      throw DataError(
+          fmt::format("two processes of it called themselves rank {} ({}): each process of a job needs a "
+                      "rank of its own (torch.distributed's, or RANK from its launcher)",
+                      f.rank, run.folder.string()));
     }
     seen.push_back(f.rank);
     for (const std::string& file : files) out.push_back({TraceInput{file, false}, f.rank});
@@ -84,7 +85,8 @@ std::optional<std::string> override_note(const ScriptRun& run) {
       return std::nullopt;  // the user's own {devices}
     case DeviceControl::kTorchrun:
       if (run.command.asked == n) return std::nullopt;
-      return fmt::format("your command asks torchrun {} {}; this run used {}", run.command.option, run.command.asked, n);
+      return fmt::format("your command asks torchrun {} {}; this run used {}", run.command.option, run.command.asked,
+                         n);
     case DeviceControl::kLightning:
       for (const HookFacts& f : run.ranks) {
         if (f.lightning_asked && *f.lightning_asked != n)
@@ -100,8 +102,8 @@ std::optional<std::string> override_note(const ScriptRun& run) {
 double samples_per_step(const ScriptRun& run, const RunRecord& record) {
   for (const HookFacts& f : run.ranks) {
     if (f.batch_size && f.steps > 0 && f.micro_batches > 0) {
-      return static_cast<double>(*f.batch_size) * static_cast<double>(f.micro_batches) /
-             static_cast<double>(f.steps) * static_cast<double>(record.devices);
+      return static_cast<double>(*f.batch_size) * static_cast<double>(f.micro_batches) / static_cast<double>(f.steps) *
+             static_cast<double>(record.devices);
     }
   }
   return 0;
@@ -232,8 +234,8 @@ std::string comparison_text(const std::vector<RunAnswer>& answers, const DoctorR
             one->samples_per_step > 0 && many->samples_per_step > 0
                 ? fmt::format("{:.0f} samples/s against {:.0f}", many->samples_per_step / many->seconds_per_step(),
                               one->samples_per_step / one->seconds_per_step())
-                : fmt::format("a step of {:.2f} ms on each of {} against {:.2f} ms on {}", 1e3 * many->seconds_per_step(),
-                              n, 1e3 * one->seconds_per_step(), m);
+                : fmt::format("a step of {:.2f} ms on each of {} against {:.2f} ms on {}",
+                              1e3 * many->seconds_per_step(), n, 1e3 * one->seconds_per_step(), m);
         fmt::format_to(to, "\n{} devices are {} {}: {} ({:.2f}x).\n", n, verdict, m == 1 ? "one" : std::to_string(m),
                        against, *s);
       }
@@ -259,8 +261,9 @@ std::vector<std::string> hook_notes(const ScriptRun& run) {
   const std::string who = run.devices > 0 ? label_of(run.devices) + ": " : "";
   for (const HookFacts& f : run.ranks) {
     if (f.own_profiler && notes.empty()) {
-      notes.push_back(who + "your script runs a profiler of its own: ddpscope's hook stayed out and read the traces "
-                            "it exported");
+      notes.push_back(who +
+                      "your script runs a profiler of its own: ddpscope's hook stayed out and read the traces "
+                      "it exported");
     }
     for (const std::string& e : f.errors) {
       if (e != "no_device_control") notes.push_back(fmt::format("{}rank {}: the hook failed at {}", who, f.rank, e));
@@ -278,8 +281,8 @@ std::vector<std::string> what_was_done(const std::vector<ScriptRun>& runs) {
     notes.insert(notes.end(), hook.begin(), hook.end());
   }
   if (const std::optional<int64_t> cut = cut_at(runs)) {
-    notes.push_back(fmt::format("each run was cut at {} optimizer steps (--max-steps): its own end was not reached",
-                                *cut));
+    notes.push_back(
+        fmt::format("each run was cut at {} optimizer steps (--max-steps): its own end was not reached", *cut));
   }
   return notes;
 }
@@ -307,7 +310,8 @@ DoctorResult result_of(const ScriptRequest& request, std::vector<RunAnswer>& ans
                   {"optimizer steps traced", std::to_string(request.trace_steps)},
                   {"max steps", request.max_steps > 0 ? std::to_string(request.max_steps) : "to the end"}};
   for (const ScriptRun& run : runs) {
-    const auto said = std::find_if(run.ranks.begin(), run.ranks.end(), [](const HookFacts& f) { return !f.python.empty(); });
+    const auto said =
+        std::find_if(run.ranks.begin(), run.ranks.end(), [](const HookFacts& f) { return !f.python.empty(); });
     if (said == run.ranks.end()) continue;
     result.setup.emplace_back("python", said->python);
     result.setup.emplace_back("torch", said->torch);
@@ -334,9 +338,10 @@ ScriptRun run_once(const CommandAtDevices& command, int devices, const std::file
   for (const HookFacts& f : run.ranks) {
     if (std::find(f.errors.begin(), f.errors.end(), "no_device_control") != f.errors.end() ||
         run.exit_code == kNoDeviceControl) {
-      throw UsageError(fmt::format("{} cannot be made to use {} devices: it builds no Lightning Trainer and names "
-                                   "no count ddpscope can set; {}",
-                                   shell_command(command.args), devices, device_control_ways()));
+      throw UsageError(
+          fmt::format("{} cannot be made to use {} devices: it builds no Lightning Trainer and names "
+                      "no count ddpscope can set; {}",
+                      shell_command(command.args), devices, device_control_ways()));
     }
   }
   return run;
@@ -347,7 +352,8 @@ void write_outputs(const ScriptRequest& request, const DoctorResult& result, con
   write_file_atomically(request.dir / "doctor.json", to_json(result).dump(2) + "\n");
   write_file_atomically(request.dir / "report.html", render_report_html(result));
   for (const RunAnswer& a : answers) {
-    if (a.analysis) write_file_atomically(a.run->folder / "merged.pt.trace.json.gz", gzip(merged_chrome_trace(*a.analysis)));
+    if (a.analysis)
+      write_file_atomically(a.run->folder / "merged.pt.trace.json.gz", gzip(merged_chrome_trace(*a.analysis)));
   }
   std::fprintf(out, "\nWrote %s, %s and each run's merged.pt.trace.json.gz (Perfetto).\n",
                (request.dir / "doctor.json").string().c_str(), (request.dir / "report.html").string().c_str());

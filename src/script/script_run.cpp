@@ -65,7 +65,6 @@ void signal_everything(pid_t group, int signal) {
   for (const pid_t pid : descendants(getpid())) kill(pid, signal);  // those that left the group
 }
 
-
 }  // namespace
 
 std::string program_path(const std::string& program) {
@@ -76,9 +75,10 @@ std::string program_path(const std::string& program) {
     const std::filesystem::path candidate = std::filesystem::path(dir.empty() ? "." : dir) / program;
     if (access(candidate.c_str(), X_OK) == 0) return std::filesystem::absolute(candidate).string();
   }
-  throw UsageError(fmt::format("{}: not found on PATH; give the command to run after -- (ddpscope doctor -- python "
-                               "train.py)",
-                               program));
+  throw UsageError(
+      fmt::format("{}: not found on PATH; give the command to run after -- (ddpscope doctor -- python "
+                  "train.py)",
+                  program));
 }
 
 ScriptRun run_script(const CommandAtDevices& command, int devices, const std::filesystem::path& folder,

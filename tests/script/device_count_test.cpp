@@ -9,8 +9,8 @@ namespace {
 using Words = std::vector<std::string>;
 
 TEST(DeviceCount, ThePlaceholderIsReplacedWhereverItIs) {
-  const CommandAtDevices c =
-      command_at_devices({"srun", "-n", "{devices}", "--gpus={devices}", "python", "train.py", "--tag", "x{devices}y"}, 3);
+  const CommandAtDevices c = command_at_devices(
+      {"srun", "-n", "{devices}", "--gpus={devices}", "python", "train.py", "--tag", "x{devices}y"}, 3);
   EXPECT_EQ(c.control, DeviceControl::kPlaceholder);
   EXPECT_EQ(c.args, (Words{"srun", "-n", "3", "--gpus=3", "python", "train.py", "--tag", "x3y"}));
   EXPECT_TRUE(has_devices_placeholder({"mpirun", "-np", "{devices}"}));
@@ -18,7 +18,8 @@ TEST(DeviceCount, ThePlaceholderIsReplacedWhereverItIs) {
 }
 
 TEST(DeviceCount, TorchrunsCountIsRewrittenInEitherSpellingAndAddedWhereAbsent) {
-  CommandAtDevices c = command_at_devices({"torchrun", "--nnodes", "1", "--nproc-per-node", "3", "train.py", "--nproc-per-node", "9"}, 2);
+  CommandAtDevices c = command_at_devices(
+      {"torchrun", "--nnodes", "1", "--nproc-per-node", "3", "train.py", "--nproc-per-node", "9"}, 2);
   EXPECT_EQ(c.control, DeviceControl::kTorchrun);
   EXPECT_EQ(c.args, (Words{"torchrun", "--nnodes", "1", "--nproc-per-node", "2", "train.py", "--nproc-per-node", "9"}));
   EXPECT_EQ(c.asked, "3");
@@ -30,8 +31,8 @@ TEST(DeviceCount, TorchrunsCountIsRewrittenInEitherSpellingAndAddedWhereAbsent) 
 
   c = command_at_devices({"python3", "-m", "torch.distributed.run", "--standalone", "train.py", "--lr", "1"}, 2);
   EXPECT_EQ(c.control, DeviceControl::kTorchrun);
-  EXPECT_EQ(c.args,
-            (Words{"python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone", "train.py", "--lr", "1"}));
+  EXPECT_EQ(c.args, (Words{"python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
+                           "train.py", "--lr", "1"}));
   EXPECT_EQ(c.asked, "1") << "torchrun's own default";
   // The script's own option of that name, after the script, is the script's.
   c = command_at_devices({"torchrun", "train.py", "--nproc-per-node", "5"}, 2);

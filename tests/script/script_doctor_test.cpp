@@ -58,8 +58,8 @@ const nlohmann::json& run_at(const nlohmann::json& doc, int devices) {
 // its probe named with its cost, its synchronisation and its batch said, and the verdict given.
 TEST_F(ScriptDoctor, TheSeedsScriptAtOneAndTwoDevicesIsAnswered) {
   const fs::path dir = testing::fresh_dir("script_seed");
-  const CommandResult r =
-      ddpscope("SEED_PROBE_MS=4", "doctor --devices 1,2 --max-steps 60 -- /usr/bin/python3 " + script("seed_cpu.py"), dir);
+  const CommandResult r = ddpscope(
+      "SEED_PROBE_MS=4", "doctor --devices 1,2 --max-steps 60 -- /usr/bin/python3 " + script("seed_cpu.py"), dir);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("Note: your script asks devices=3; this run used 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Note: your script asks devices=3; this run used 2"), std::string::npos) << r.out;
@@ -93,8 +93,8 @@ TEST_F(ScriptDoctor, TheSeedsScriptAtOneAndTwoDevicesIsAnswered) {
   // Measured (20 runs' worth of repeats on 2 shared cores): within 10-22 % of what was
   // injected; the tolerance is 40 %.
   const fs::path bare = testing::fresh_dir("script_seed_no_probe");
-  const CommandResult r0 =
-      ddpscope("SEED_PROBE_MS=0", "doctor --devices 2 --max-steps 60 -- /usr/bin/python3 " + script("seed_cpu.py"), bare);
+  const CommandResult r0 = ddpscope(
+      "SEED_PROBE_MS=0", "doctor --devices 2 --max-steps 60 -- /usr/bin/python3 " + script("seed_cpu.py"), bare);
   ASSERT_EQ(r0.exit_code, 0) << r0.out << r0.err;
   const nlohmann::json& with = run_at(doc, 2);
   const nlohmann::json bare_doc = doctor_json(bare);
@@ -121,8 +121,7 @@ TEST_F(ScriptDoctor, APlainDdpScriptUnderTorchrunWithOneSlowRankNamesIt) {
 
 TEST_F(ScriptDoctor, AScriptThatFailsAtTwoDevicesStillHasItsOneDeviceRunReported) {
   const fs::path dir = testing::fresh_dir("script_fails");
-  const CommandResult r =
-      ddpscope("", "doctor --devices 1,2 -- /usr/bin/python3 " + script("fails_at_two.py"), dir);
+  const CommandResult r = ddpscope("", "doctor --devices 1,2 -- /usr/bin/python3 " + script("fails_at_two.py"), dir);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("       2 failed  (why: below)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("devices=2 failed: exited 1:"), std::string::npos) << r.out;
@@ -222,7 +221,8 @@ TEST(ScriptDoctorTorch2, TheSeedsScriptUnderACurrentTorchAndLightning) {
     GTEST_SKIP() << python << " has no torch >= 2 with pytorch_lightning (set DDPSCOPE_TORCH2_PYTHON to one that has)";
   }
   const CommandResult r = testing::run_command(
-      std::string(DDPSCOPE_BINARY) + " doctor --devices 1,2 --max-steps 40 -- " + python + " " + script("seed_cpu.py"), dir);
+      std::string(DDPSCOPE_BINARY) + " doctor --devices 1,2 --max-steps 40 -- " + python + " " + script("seed_cpu.py"),
+      dir);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("Note: your script asks devices=3; this run used 2"), std::string::npos) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\n2 devices are (faster|slower) than one: ")));

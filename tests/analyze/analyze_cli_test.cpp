@@ -294,7 +294,8 @@ TEST(AnalyzeCli, PatternsFoldersSpellingsAndDashes) {
   r = analyze("", dir);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "ddpscope: error: analyze needs traces: name files, folders or patterns (ddpscope analyze traces/)\n");
+            "ddpscope: error: analyze needs traces or a command: name files, folders or patterns (ddpscope "
+            "analyze traces/), or run your script after -- (ddpscope analyze -- python train.py)\n");
 }
 
 // A subfolder that cannot be listed is named, not its parent (run as another user where this is

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   g++ cmake make pkg-config
   libopenblas-dev libblis-dev libdnnl-dev ocl-icd-opencl-dev
-  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev rapidjson-dev zlib1g-dev
+  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev rapidjson-dev libsimdjson-dev libisal-dev zlib1g-dev
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin iproute2
   slurmd slurmctld slurm-client munge

@@ -2,19 +2,9 @@
 
 #include <algorithm>
 
-#include "analyze/op_phase.h"
 #include "analyze/spans.h"
 
 namespace ddp {
-namespace {
-
-// A host op that hands a collective to the communication library: the dispatcher's c10d ops
-// (gloo on CPU), record_param_comms and ProcessGroupNCCL's nccl:* annotation (torch 2).
-bool is_launch_op(std::string_view name) {
-  return name.starts_with("c10d::") || name.starts_with("record_param_comms") || name.starts_with("nccl:");
-}
-
-}  // namespace
 
 CollectiveOrigins::CollectiveOrigins(const TraceFile& t, const std::vector<TraceEvent>& events,
                                      uint32_t training_thread) {
@@ -24,9 +14,8 @@ CollectiveOrigins::CollectiveOrigins(const TraceFile& t, const std::vector<Trace
     if (e.kind == EventKind::kRuntime && e.correlation >= 0)
       runtime_.push_back({e.correlation, {e.start_ns, e.thread}});
     if (e.kind != EventKind::kHostOp) continue;
-    const std::string_view name = t.names[e.name];
-    if (is_launch_op(name)) host_launches_.emplace_back(e.start_ns, e.thread);
-    const std::optional<Phase> part = part_of_op(name);
+    if (t.is_collective_launch(e)) host_launches_.emplace_back(e.start_ns, e.thread);
+    const std::optional<Phase> part = t.part_of_op(e);
     if (part == Phase::kBackward) backward_[e.thread].push_back(span);
     if (part == Phase::kForward && e.thread == training_thread) forward_.push_back(span);
   }

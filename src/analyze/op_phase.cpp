@@ -99,4 +99,8 @@ std::optional<long long> profiler_step_number(std::string_view name) {
   return number;
 }
 
+bool is_collective_launch(std::string_view name) {
+  return name.starts_with("c10d::") || name.starts_with("record_param_comms") || name.starts_with("nccl:");
+}
+
 }  // namespace ddp

@@ -25,6 +25,11 @@ std::optional<Phase> part_of_op(std::string_view name);
 // ddpscope's "allreduce" spans.
 bool is_collective_annotation(std::string_view name);
 
+// Whether a host op of this name hands a collective to the communication library: the
+// dispatcher's c10d ops (gloo on CPU), record_param_comms and ProcessGroupNCCL's nccl:*
+// annotation (torch 2).
+bool is_collective_launch(std::string_view name);
+
 // Whether a host event of this name is a region the training code marks (a record_function
 // range such as DistributedDataParallel.forward or Lightning's [pl][profile]... hooks, a Python
 // function) rather than a framework operator (aten::, c10d::, autograd::): a region's own time,

@@ -32,7 +32,7 @@ std::size_t index(Phase part) { return static_cast<std::size_t>(part); }
 
 bool is_host(const TraceEvent& e) { return e.kind == EventKind::kHostOp; }
 
-bool is_marker(const TraceFile& t, const TraceEvent& e) { return profiler_step_number(t.names[e.name]).has_value(); }
+bool is_marker(const TraceFile& t, const TraceEvent& e) { return t.is_profiler_step(e); }
 
 // The thread with the most events whose names satisfy `is_step`, and their windows.
 template <typename IsStep>
@@ -154,7 +154,7 @@ class StepSplitter {
       close_until(a);
       emit(a);
       if (!stack.empty()) b = std::min(b, stack.back().end);  // nesting kept even if the file's is not
-      const std::optional<Phase> own = part_of_op(t_.names[e->name]);
+      const std::optional<Phase> own = t_.part_of_op(*e);
       const Phase part = own ? *own : (stack.empty() ? Phase::kOther : stack.back().part);
       stack.push_back({b, part, t_.is_region(*e)});
     }
@@ -348,7 +348,7 @@ class StepMaker {
     GpuWork gpu;
     for (const TraceEvent& e : events) {
       const bool call = kernel_calls_ ? t_.is_collective_kernel(e)
-                                      : is_host(e) && e.thread != thread_ && is_collective_annotation(t_.names[e.name]);
+                                      : is_host(e) && e.thread != thread_ && t_.is_collective_annotation(e);
       if (call) calls.push_back(&e);
       if (call && !on_gpu_) in_flight.emplace_back(e.start_ns, e.start_ns + e.duration_ns);
       if (is_host(e) && e.thread == thread_ && !is_marker(t_, e)) ops.push_back(&e);

@@ -9,6 +9,7 @@
 #include "analyze/event_store.h"
 #include "analyze/trace_event.h"
 #include "ddpscope/error.h"
+#include "observe/phase.h"
 
 namespace ddp {
 
@@ -51,13 +52,30 @@ struct TraceFile {
   // A GPU kernel of a collective: by its metadata (Kineto's "In msg nelems" gives bytes), else by
   // the library in its name (older traces carry no metadata).
   bool is_collective_kernel(const TraceEvent& e) const;
-  // A host event that marks a region of the training code (op_phase.h's is_region).
-  bool is_region(const TraceEvent& e) const;
+  // What op_phase.h says of an event's name, found once per name: these run for every event.
+  bool is_region(const TraceEvent& e) const;  // a host event that marks a region of the training code
+  std::optional<Phase> part_of_op(const TraceEvent& e) const;
+  bool is_collective_annotation(const TraceEvent& e) const;
+  bool is_collective_launch(const TraceEvent& e) const;
+  bool is_profiler_step(const TraceEvent& e) const;
 
  private:
-  enum NameTrait : uint8_t { kKnown = 1, kStepMarker = 2, kCollectiveLibrary = 4, kRegion = 8 };
-  uint8_t traits(uint32_t name) const;
-  mutable std::vector<uint8_t> name_traits_;  // per name, found on first use
+  enum NameTrait : uint8_t {
+    kKnown = 1,
+    kStepMarker = 2,
+    kCollectiveLibrary = 4,
+    kRegion = 8,
+    kCollectiveAnnotation = 16,
+    kCollectiveLaunch = 32,
+    kProfilerStep = 64,
+  };
+  struct NameFacts {
+    uint8_t traits = 0;
+    std::optional<Phase> part;
+  };
+  const NameFacts& facts(uint32_t name) const;
+  uint8_t traits(uint32_t name) const { return facts(name).traits; }
+  mutable std::vector<NameFacts> name_facts_;  // per name, found on first use
 };
 
 }  // namespace ddp

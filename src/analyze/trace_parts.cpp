@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <deque>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "analyze/part_parser.h"
 #include "analyze/trace_stream.h"
 
 namespace ddp {
@@ -13,29 +16,62 @@ namespace {
 
 // A part that finds no place to cut reads on up to this, then the file is read in one pass.
 constexpr std::size_t kLongestPart = std::size_t{32} << 20;
+// After a part's text: the closing (trace_parts.h) and simdjson's padding.
+constexpr std::size_t kClosingRoom = 8 + PartParser::kPadding;
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-// A parsed part: its names and events, the events in the order it added them.
-struct Part {
-  TraceFile file;
-  std::vector<TraceEvent> events;
+// Things reused from one part to the next (parsers with their buffers, the parts' texts),
+// taken by whichever thread needs one: as many exist as parts are in flight at once.
+template <typename T>
+class Reusable {
+ public:
+  std::unique_ptr<T> take() {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) return std::make_unique<T>();
+    std::unique_ptr<T> t = std::move(free_.back());
+    free_.pop_back();
+    return t;
+  }
+  void give(std::unique_ptr<T> t) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(std::move(t));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<T>> free_;
 };
 
-std::optional<Part> parse_part(std::string& text, bool cut_after) {
+// A part's text, its bytes reused from one part to the next: `bytes` only grows (growing
+// writes zeros; a part's length is `length`), so a reused buffer is never written twice.
+struct PartText {
+  std::string bytes;
+  std::size_t length = 0;
+  void resize(std::size_t n) {
+    if (bytes.size() < n) bytes.resize(n);
+    length = n;
+  }
+  char* data() { return bytes.data(); }
+  std::string_view view() const { return {bytes.data(), length}; }
+  void append(std::string_view more) {
+    const std::size_t at = length;
+    resize(length + more.size());
+    std::copy(more.begin(), more.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+};
+
+std::optional<ParsedPart> parse_part(PartParser& parser, const PartText& text, bool cut_after) {
   try {
-    std::optional<TraceFile> file = parse_part_in_place(text, cut_after);
-    if (!file) return std::nullopt;
-    std::vector<TraceEvent> events = file->events.sorted();  // stable: the order added, by start
-    return Part{std::move(*file), std::move(events)};
-  } catch (...) {  // out of memory, or the disk: the one pass reports it
+    return parser.parse(text.bytes, text.length, cut_after);
+  } catch (...) {  // out of memory: the one pass reports it
     return std::nullopt;
   }
 }
 
 // The part's events into `out` after those before it, its names and threads re-numbered as one
 // pass would have numbered them (each new one in the order it first appears).
-void join(TraceFile& out, Part& part) {
+void join(TraceFile& out, ParsedPart& part) {
   std::vector<uint32_t> name_id(part.file.names.size());
   for (uint32_t i = 0; i < name_id.size(); ++i) name_id[i] = out.names.intern(part.file.names[i]);
   std::vector<uint32_t> thread_id(part.file.threads.size());
@@ -85,30 +121,35 @@ std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_
                                              const std::function<void(double)>& progress) {
   TraceStream stream(path, progress);
   const std::size_t workers = std::clamp(std::thread::hardware_concurrency(), 1U, 8U);
-  std::deque<std::future<std::optional<Part>>> parsing;
+  // Before the parts in flight: those finish (their futures wait) before these go.
+  Reusable<PartText> texts;
+  Reusable<PartParser> parsers;
+  std::deque<std::future<std::optional<ParsedPart>>> parsing;
   TraceFile out;
   out.path = path;
   bool first = true;
   std::string_view opening, closing;  // before every part after the first, after every part but the last
   std::string carry;                  // the file's bytes after the last cut
   for (bool ended = false; !ended;) {
-    std::string text;
-    text.reserve(opening.size() + carry.size() + part_bytes + closing.size() + 16);  // + the parse's padding
-    if (!first) text.assign(opening);
-    const std::size_t body = text.size();
-    text += carry;
-    const std::size_t have = text.size();
-    text.resize(have + part_bytes);
-    const std::size_t got = stream.read(text.data() + have, part_bytes);
-    text.resize(have + got);
+    std::unique_ptr<PartText> text = texts.take();
+    text->resize(0);
+    if (!first) text->append(opening);
+    const std::size_t body = text->length;
+    text->append(carry);
+    const std::size_t have = text->length;
+    // Room for the closing and the parser's padding after the most this part can hold.
+    text->resize(have + part_bytes + kClosingRoom);
+    const std::size_t got = stream.read(text->data() + have, part_bytes);
+    text->resize(have + got);
     ended = got < part_bytes;
     if (opening.empty()) {
-      const std::size_t start = text.find_first_not_of(" \t\r\n");
+      const std::string_view head = text->view();
+      const std::size_t start = head.find_first_not_of(" \t\r\n");
       if (start == std::string::npos) return std::nullopt;
-      if (text[start] == '{') {
+      if (head[start] == '{') {
         opening = R"({"traceEvents":[)";
         closing = "null]}";
-      } else if (text[start] == '[') {
+      } else if (head[start] == '[') {
         opening = "[";
         closing = "null]";
       } else {
@@ -116,29 +157,38 @@ std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_
       }
     }
     if (!ended) {
-      const std::size_t cut = last_cut(std::string_view(text).substr(body));
+      const std::size_t cut = last_cut(text->view().substr(body));
       if (cut == std::string_view::npos) {
-        if (text.size() - body > kLongestPart) return std::nullopt;
-        carry.assign(text, body);  // the same part, longer
+        if (text->length - body > kLongestPart) return std::nullopt;
+        carry.assign(text->view().substr(body));  // the same part, longer
+        texts.give(std::move(text));
         continue;
       }
-      carry.assign(text, body + cut);
-      text.resize(body + cut);
-      text += closing;
+      carry.assign(text->view().substr(body + cut));
+      text->resize(body + cut);
+      text->append(closing);
     }
+    const std::size_t length = text->length;
+    text->append(std::string(PartParser::kPadding, ' '));  // what simdjson may read past the end
+    text->length = length;
     if (parsing.size() >= workers) {
-      std::optional<Part> done = parsing.front().get();
+      std::optional<ParsedPart> done = parsing.front().get();
       parsing.pop_front();
       if (!done) return std::nullopt;
       join(out, *done);
     }
-    parsing.push_back(std::async(std::launch::async, [text = std::move(text), cut_after = !ended]() mutable {
-      return parse_part(text, cut_after);
+    parsing.push_back(std::async(std::launch::async, [&texts, &parsers, text = std::move(text),
+                                                      cut_after = !ended]() mutable {
+      std::unique_ptr<PartParser> parser = parsers.take();
+      std::optional<ParsedPart> part = parse_part(*parser, *text, cut_after);
+      parsers.give(std::move(parser));
+      texts.give(std::move(text));
+      return part;
     }));
     first = false;
   }
   for (auto& next : parsing) {
-    std::optional<Part> done = next.get();
+    std::optional<ParsedPart> done = next.get();
     if (!done) return std::nullopt;
     join(out, *done);
   }

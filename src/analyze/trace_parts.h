@@ -22,10 +22,6 @@ namespace ddp {
 // parse); npos where there is neither.
 std::size_t last_cut(std::string_view text);
 
-// One part, parsed in place (its text is written into). nullopt where it is not valid JSON or,
-// when `cut_after` (it ends with the closing null), where it was not cut between two events.
-std::optional<TraceFile> parse_part_in_place(std::string& text, bool cut_after);
-
 // The whole file in parts of about `part_bytes`; nullopt where it cannot be read so (then read it
 // in one pass). Throws DataError where the file cannot be read or its gzip is damaged.
 std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_t part_bytes,

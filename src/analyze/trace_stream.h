@@ -1,14 +1,14 @@
 #pragma once
-// A file read as RapidJSON's input stream, inflated as it is read when it is gzip (zlib
-// reads a plain file through the same calls): the whole file is never in memory.
-#include <zlib.h>
-
+// A file read as RapidJSON's input stream, inflated as it is read when it is gzip
+// (gzip_inflater.h); a plain file or a pipe is read as it is. The whole file is never in memory.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "analyze/gzip_inflater.h"
 
 namespace ddp {
 
@@ -53,16 +53,23 @@ class TraceStream {
 
  private:
   bool refill();  // false at the end; throws DataError on a damaged or truncated file
-  std::size_t inflate_into(char* into, std::size_t count);  // 0 at the end; throws as refill
+  std::size_t read_into(char* into, std::size_t count);  // 0 at the end; throws as refill
+  std::size_t read_file(unsigned char* into, std::size_t count);  // the file's own bytes
 
   std::string path_;
-  gzFile file_ = nullptr;
+  int fd_ = -1;
+  bool gzip_ = false;
+  GzipInflater inflater_;
+  std::vector<unsigned char> packed_;  // gzip: compressed bytes read, not yet inflated
+  std::size_t packed_length_ = 0;
+  bool file_ended_ = false;
   std::vector<char> buffer_;
   const char* next_ = nullptr;
   const char* end_ = nullptr;
-  std::size_t consumed_ = 0;  // inflated bytes before the buffer (and those read around it)
+  std::size_t consumed_ = 0;  // bytes before the buffer (and those read around it)
   bool ended_ = false;
   int64_t file_bytes_ = 0;
+  int64_t file_read_ = 0;
   std::function<void(double)> progress_;
 };
 

@@ -1,0 +1,304 @@
+#include "analyze/part_parser.h"
+
+#include "analyze/trace_fields.h"
+#include "analyze/trace_reader.h"
+
+namespace ddp {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+// An integer as JSON writes it and write_number_text would write it again (no sign of zero,
+// no leading zero, fewer than 16 digits), or empty: pids and tids are copied, not converted.
+std::string_view plain_integer(std::string_view token) {
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
+    token.remove_suffix(1);
+  }
+  const std::string_view digits = token.starts_with('-') ? token.substr(1) : token;
+  if (digits.empty() || digits.size() > 15 || (digits[0] == '0' && (digits.size() > 1 || token.size() > 1))) return {};
+  for (char c : digits) {
+    if (c < '0' || c > '9') return {};
+  }
+  return token;
+}
+
+// Reads one part, the walk of TraceHandler (trace_reader.cpp) over simdjson's values. Every
+// value is read, as the analysis uses it or, where it does not, only to be checked
+// (validate): On-Demand would skip it by its brackets alone, and the one pass refuses what
+// is not JSON anywhere in a file. Any simdjson error throws simdjson_error, caught by parse().
+class PartWalk {
+ public:
+  explicit PartWalk(ParsedPart& out) : out_(out.file), events_(out.events), maker_(out.file) {}
+
+  bool saw_events = false;
+  bool ends_with_null = false;  // the last element of the last events array read was null
+
+  void document(od::document& doc) {
+    if (doc.type() == od::json_type::array) {
+      out_.dialect = TraceFile::Dialect::kLegacyArray;
+      events(doc.get_array());
+    } else {
+      for (od::field f : doc.get_object()) {
+        od::value v = f.value();
+        if (!top(key_of(f), v)) validate(v);
+      }
+    }
+    // Past the root value, nothing but the end (simdjson 3.0's document has no at_end()).
+    if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
+      throw simdjson::simdjson_error(simdjson::TRAILING_CONTENT);
+    }
+  }
+
+ private:
+  static bool is_number(od::value& v) { return v.type() == od::json_type::number; }
+  static bool is_text(od::value& v) { return v.type() == od::json_type::string; }
+  static bool is(od::value& v, od::json_type type) { return v.type() == type; }
+
+  static Field key_of(od::field& f) { return field_of(f.unescaped_key().value()); }
+
+  // A value the analysis does not use, checked as JSON (the one pass refuses what is not).
+  static void validate(od::value v) {
+    switch (v.type()) {
+      case od::json_type::object:
+        for (od::field f : v.get_object()) {
+          (void)f.unescaped_key().value();
+          validate(f.value());
+        }
+        break;
+      case od::json_type::array:
+        for (od::value e : v.get_array()) validate(e);
+        break;
+      case od::json_type::number:
+        (void)v.get_number().value();
+        break;
+      case od::json_type::string:
+        (void)v.get_string().value();
+        break;
+      case od::json_type::boolean:
+        (void)v.get_bool().value();
+        break;
+      case od::json_type::null:
+        if (!v.is_null().value()) throw simdjson::simdjson_error(simdjson::N_ATOM_ERROR);
+        break;
+    }
+  }
+
+  // Each of these reads `v` and returns true where the analysis uses it, else leaves it unread.
+  bool top(Field key, od::value& v) {
+    switch (key) {
+      case Field::kTraceEvents:
+        if (!is(v, od::json_type::array)) return false;
+        events(v.get_array());
+        return true;
+      case Field::kDistributedInfo:
+        if (!is(v, od::json_type::object)) return false;
+        for (od::field f : v.get_object()) {
+          od::value value = f.value();
+          if (!distributed(key_of(f), value)) validate(value);
+        }
+        return true;
+      case Field::kOtherData:
+        if (!is(v, od::json_type::object)) return false;
+        for (od::field f : v.get_object()) {
+          od::value value = f.value();
+          if (key_of(f) == Field::kProducer && is_text(value)) {
+            producer_text(value.get_string().value(), out_);
+          } else {
+            validate(value);
+          }
+        }
+        return true;
+      case Field::kHostName:
+        if (!is_text(v)) return false;
+        out_.host_name = std::string(v.get_string().value());
+        return true;
+      case Field::kBaseTime: {
+        if (!is_number(v)) return false;
+        const double t = v.get_double();
+        if (std::isfinite(t)) out_.base_time_ns = t;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  bool distributed(Field key, od::value& v) {
+    if (is_number(v)) {
+      distributed_number(key, v.get_double(), out_);
+      return true;
+    }
+    if (is_text(v)) {
+      distributed_text(key, v.get_string().value(), out_);
+      return true;
+    }
+    return false;
+  }
+
+  void events(od::array array) {
+    saw_events = true;
+    for (od::value element : array) {
+      const od::json_type type = element.type();
+      ends_with_null = type == od::json_type::null;
+      if (type == od::json_type::object) {
+        event(element.get_object());
+      } else {
+        validate(element);
+      }
+    }
+  }
+
+  void event(od::object object) {
+    e_.clear();
+    for (od::field f : object) {
+      od::value v = f.value();
+      if (!event_field(key_of(f), v)) validate(v);
+    }
+    if (TraceEvent t; maker_.make(e_, t)) events_.push_back(t);
+  }
+
+  bool event_field(Field key, od::value& v) {
+    switch (key) {
+      case Field::kName:
+        return text(v, e_.name);
+      case Field::kCat:
+        return text(v, e_.category);
+      case Field::kPh:
+        return text(v, e_.phase);
+      case Field::kTs:
+        return number(v, e_.ts);
+      case Field::kDur:
+        return number(v, e_.dur);
+      case Field::kPid:
+        return scalar_text(v, e_.pid);
+      case Field::kTid:
+        return scalar_text(v, e_.tid);
+      case Field::kArgs:
+        if (!is(v, od::json_type::object)) return false;
+        for (od::field f : v.get_object()) {
+          od::value value = f.value();
+          if (!arg(key_of(f), value)) validate(value);
+        }
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  bool arg(Field key, od::value& v) {
+    switch (key) {
+      case Field::kMsgElements:
+        return number(v, e_.nelems);
+      case Field::kDtype:
+        return text(v, e_.collective_dtype);
+      case Field::kProcessGroup:
+        return scalar_text(v, e_.process_group);
+      case Field::kCorrelation: {
+        double correlation = 0;
+        if (!number(v, correlation)) return false;
+        e_.correlation = static_cast<int64_t>(correlation);
+        return true;
+      }
+      case Field::kBytes:
+        return number(v, e_.bytes);
+      case Field::kInputDims:
+        if (!is(v, od::json_type::array)) return false;
+        for (od::value element : v.get_array()) {
+          if (!input_dims(element)) validate(element);
+        }
+        return true;
+      case Field::kInputType:
+        if (!is(v, od::json_type::array)) return false;
+        for (od::value element : v.get_array()) {
+          if (e_.input_type.empty() && is_text(element)) {
+            e_.input_type.assign(element.get_string().value());
+          } else {
+            validate(element);
+          }
+        }
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // The first inner array's product: the collective's first input tensor.
+  bool input_dims(od::value& element) {
+    if (e_.first_dims_done || !is(element, od::json_type::array)) return false;
+    e_.dims_product = 1;
+    for (od::value n : element.get_array()) {
+      if (is_number(n)) {
+        e_.dims_product *= n.get_double().value();
+      } else {
+        validate(n);
+      }
+    }
+    e_.first_dims_done = true;
+    return true;
+  }
+
+  static bool text(od::value& v, std::string& out) {
+    if (!is_text(v)) return false;
+    out.assign(v.get_string().value());
+    return true;
+  }
+
+  static bool number(od::value& v, double& out) {
+    if (!is_number(v)) return false;
+    out = v.get_double();
+    return true;
+  }
+
+  // pid, tid and process groups: text, or a number written as text; true, false and null
+  // empty it; an object or array leaves it as it was, as the one pass does.
+  static bool scalar_text(od::value& v, std::string& out) {
+    switch (v.type()) {
+      case od::json_type::string:
+        out.assign(v.get_string().value());
+        return true;
+      case od::json_type::number:
+        if (const std::string_view digits = plain_integer(v.raw_json_token()); !digits.empty()) {
+          out.assign(digits);
+        } else {
+          write_number_text(v.get_double(), out);
+        }
+        return true;
+      case od::json_type::boolean:
+      case od::json_type::null:
+        validate(v);
+        out.clear();
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  TraceFile& out_;
+  std::vector<TraceEvent>& events_;
+  EventMaker maker_;
+  EventFields e_;
+};
+
+}  // namespace
+
+PartParser::PartParser() : parser_(kMostPartBytes) {}
+
+std::optional<ParsedPart> PartParser::parse(const std::string& text, std::size_t length, bool cut_after) {
+  if (text.size() < length + kPadding) return std::nullopt;
+  ParsedPart out;
+  try {
+    if (length > kMostPartBytes ||
+        (parser_.capacity() < length && parser_.allocate(length, kMaxJsonDepth) != simdjson::SUCCESS)) {
+      return std::nullopt;
+    }
+    od::document doc = parser_.iterate(simdjson::padded_string_view(text.data(), length, text.size()));
+    PartWalk walk(out);
+    walk.document(doc);
+    if (!walk.saw_events || (cut_after && !walk.ends_with_null)) return std::nullopt;
+  } catch (const simdjson::simdjson_error&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace ddp

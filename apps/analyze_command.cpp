@@ -56,15 +56,16 @@ std::map<std::string, int> parse_rank_map(const std::vector<std::string>& entrie
   return out;
 }
 
-// On a terminal, reading a large file shows how far it got.
-std::function<void(const std::string&, double)> progress_on_terminal() {
+// On a terminal, reading shows how far it got over all the files together.
+std::function<void(double)> progress_on_terminal(std::size_t files) {
   if (::isatty(STDERR_FILENO) == 0) return {};
   auto shown = std::make_shared<int>(-1);
-  return [shown](const std::string& path, double share) {
+  return [shown, files](double share) {
     const int percent = static_cast<int>(100 * share);
     if (percent == *shown) return;
     *shown = percent;
-    std::fprintf(stderr, "\rreading %s: %3d %%%s", path.c_str(), percent, percent >= 100 ? "\n" : "");
+    std::fprintf(stderr, "\rreading %zu trace%s: %3d %%%s", files, files == 1 ? "" : "s", percent,
+                 percent >= 100 ? "\n" : "");
     std::fflush(stderr);
   };
 }
@@ -145,9 +146,9 @@ TraceAnalysis analysis_of_traces(const AnalyzeOptions& o, const CLI::App& analyz
     everything_read.insert(everything_read.end(), scaling.back().second.begin(), scaling.back().second.end());
   }
   refuse_outputs_over_inputs(o, everything_read);
-  TraceJob job = read_job(files, rank_map, progress_on_terminal());
+  TraceJob job = read_job(files, rank_map, progress_on_terminal(files.size()));
   for (const auto& [given, job_files] : scaling) {
-    TraceJob other = read_job(job_files, rank_map, progress_on_terminal());
+    TraceJob other = read_job(job_files, rank_map, progress_on_terminal(job_files.size()));
     check_scaling_point(given, other, job_files, files);
     others.push_back(traced_scale(analyze_job(std::move(other)), given));
   }

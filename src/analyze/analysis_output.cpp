@@ -10,6 +10,7 @@
 
 #include "analyze/trace_analysis.h"
 #include "doctor/doctor_result.h"
+#include "doctor/ranks_shown.h"
 
 namespace ddp {
 namespace {
@@ -20,6 +21,23 @@ nlohmann::ordered_json parts_json(const std::array<double, kPhaseCount>& ms) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const Phase p : kStepPhases) j[std::string(phase_name(p))] = ms[index(p)];
   return j;
+}
+
+// The rows of the text: every rank of a small job, the ranks that matter of a large one.
+std::vector<ShownRank> shown_ranks(const TraceAnalysis& a) {
+  std::vector<double> steps;
+  for (const RankBreakdown& b : a.ranks) steps.push_back(b.step_ms);
+  std::vector<double> waits;
+  std::optional<std::size_t> waited_for;
+  if (a.collectives && a.collectives->matched > 0) {
+    waits = a.collectives->wait_ms_per_step;
+    if (a.collectives->straggler) waited_for = static_cast<std::size_t>(a.collectives->straggler->rank);
+  }
+  if (!waited_for && a.slower_rank) {
+    for (std::size_t i = 0; i < a.ranks.size(); ++i)
+      if (a.ranks[i].rank == a.slower_rank->rank) waited_for = i;
+  }
+  return ranks_to_show(steps, waits, waited_for);
 }
 
 }  // namespace
@@ -42,13 +60,22 @@ std::string analysis_text(const TraceAnalysis& a) {
                  first.steps.on_gpu ? "; the GPU's time: kernels by the part that launched them, communication not "
                                       "hidden under compute, idle time by what the host was doing"
                                     : "; the training thread's time");
+  const std::vector<ShownRank> shown = shown_ranks(a);
+  const bool every_rank = shown.size() == a.ranks.size();
   fmt::format_to(to, "{:>5} {:>9} {:>7}", "rank", "step", "±sd");
   for (const Phase p : kStepPhases) fmt::format_to(to, " {:>12}", phase_name(p));
   fmt::format_to(to, "\n");
-  for (const RankBreakdown& b : a.ranks) {
+  for (const ShownRank& r : shown) {
+    const RankBreakdown& b = a.ranks[r.index];
     fmt::format_to(to, "{:>5} {:>9.3f} {:>7.3f}", b.rank, b.step_ms, b.step_ms_stddev);
     for (const Phase p : kStepPhases) fmt::format_to(to, " {:>12.3f}", b.part_ms[index(p)]);
-    fmt::format_to(to, "\n");
+    fmt::format_to(to, "{}\n", r.why.empty() ? "" : "  " + r.why);
+  }
+  if (!every_rank) {
+    std::vector<double> steps;
+    for (const RankBreakdown& b : a.ranks) steps.push_back(b.step_ms);
+    fmt::format_to(to, "(the ranks that matter of {}; --json has every rank) Step over all {} ranks: {}.\n",
+                   a.ranks.size(), a.ranks.size(), spread_text(spread_of(steps), " ms"));
   }
   if (a.collectives && a.collectives->matched > 0) {
     const CollectiveMatch& c = *a.collectives;
@@ -56,8 +83,12 @@ std::string analysis_text(const TraceAnalysis& a) {
                    "\nCollectives: {} matched across the ranks over {} steps. Per step, transfer {:.3f} ms; "
                    "waiting for the others:",
                    c.matched, c.steps, c.transfer_ms_per_step.front());
-    for (std::size_t r = 0; r < a.ranks.size(); ++r) {
-      fmt::format_to(to, "{} rank {} {:.3f} ms", r == 0 ? "" : ",", a.ranks[r].rank, c.wait_ms_per_step[r]);
+    if (every_rank) {
+      for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+        fmt::format_to(to, "{} rank {} {:.3f} ms", r == 0 ? "" : ",", a.ranks[r].rank, c.wait_ms_per_step[r]);
+      }
+    } else {
+      fmt::format_to(to, " {}", spread_text(spread_of(c.wait_ms_per_step), " ms"));
     }
     fmt::format_to(to, ".\n");
     if (c.straggler && a.straggler_part) {

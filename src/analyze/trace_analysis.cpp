@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "doctor/findings_straggler.h"
+#include "doctor/ranks_shown.h"
 #include "train/records/gather_arrivals.h"
 
 namespace ddp {
@@ -323,26 +324,36 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
   return out;
 }
 
-// What each rank's steps say of the file they came from.
+// What each rank's steps say of the file they came from: one note for all the ranks it is
+// true of (a job of hundreds of ranks has one line, not hundreds).
 void step_notes(const TraceAnalysis& a, std::vector<std::string>& notes) {
   std::size_t fewest = SIZE_MAX, most = 0;
+  std::vector<std::pair<std::string, std::vector<int>>> said;  // a note's text and its ranks, in order
+  std::vector<std::string> repeated;                            // one per file: each names its file
+  const auto say = [&](std::string text, int rank) {
+    for (auto& [known, ranks] : said) {
+      if (known == text) return ranks.push_back(rank);
+    }
+    said.push_back({std::move(text), {rank}});
+  };
   for (const TracedRank& r : a.job.ranks) {
     const RankSteps& s = r.steps;
     fewest = std::min(fewest, s.steps.size());
     most = std::max(most, s.steps.size());
     if (s.dropped_warmup + s.dropped_partial > 0) {
-      notes.push_back(
-          fmt::format("rank {}: {} steps analysed ({}), {} dropped as warm-up and {} as cut by the "
-                      "profile's end",
-                      r.rank, s.steps.size(), s.step_source, s.dropped_warmup, s.dropped_partial));
+      say(fmt::format("{} steps analysed ({}), {} dropped as warm-up and {} as cut by the profile's end",
+                      s.steps.size(), s.step_source, s.dropped_warmup, s.dropped_partial),
+          r.rank);
     }
     if (s.repeated_steps > 0 || s.repeated_events > 0) {
-      notes.push_back(fmt::format(
+      repeated.push_back(fmt::format(
           "rank {}: {} holds {} events twice, {} step markers among them (every field alike, as when one trace is "
           "written into a file twice): each read once",
           r.rank, r.path, s.repeated_events, s.repeated_steps));
     }
   }
+  for (const auto& [text, ranks] : said) notes.push_back(fmt::format("{}: {}", rank_runs(ranks, true), text));
+  notes.insert(notes.end(), repeated.begin(), repeated.end());
   if (most > fewest) {
     notes.push_back(fmt::format(
         "the ranks traced different numbers of steps ({} to {}): ranks of one job profile the same steps, so "

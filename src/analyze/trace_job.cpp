@@ -10,8 +10,13 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <thread>
+#include <mutex>
+#include <atomic>
+#include <exception>
 
 #include "analyze/trace_reader.h"
+#include "doctor/ranks_shown.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -179,6 +184,133 @@ void refuse_jobs_apart(const std::vector<ReadRank>& read) {
       (latest_start->wall_ns->first - earliest_end->wall_ns->second) / 3600e9));
 }
 
+
+// What one file gave: its ranks (ddpscope's trace.json holds several), or why it gave none.
+struct FileRead {
+  std::vector<ReadRank> ranks;
+  DistributedInfo distributed;
+  std::optional<std::string> evaluation;  // a Lightning validation (test, predict) trace: its action
+  std::optional<std::string> skipped;     // in a folder, no training trace: why
+  std::optional<std::string> note;
+  std::exception_ptr error;  // thrown where it was read, rethrown in the files' order
+};
+
+// One file read and reduced to its ranks' steps; its events are gone when this returns.
+FileRead read_file(const TraceInput& f, const std::map<std::string, int>& mapped, bool several_files,
+                   std::size_t threads, const std::function<void(double)>& progress) {
+  FileRead out;
+  const std::string& path = f.path;
+  if (std::optional<std::string> action = lightning_evaluation_action(path)) {
+    out.evaluation = std::move(action);
+    return out;
+  }
+  const auto skip_or_throw = [&](const std::string& why, auto error) {
+    if (!f.in_folder) throw error;
+    out.skipped = why;
+  };
+  TraceFile trace;
+  try {
+    trace = read_trace(path, progress, threads);
+  } catch (const NotATraceError& e) {
+    skip_or_throw(e.what(), e);
+    return out;
+  }
+  if (trace.dialect == TraceFile::Dialect::kAnalyzeOutput) {
+    const std::string what = fmt::format(
+        "{}: ddpscope analyze's merged trace (its --trace), not a job's own: analyze the traces it was made from",
+        path);
+    skip_or_throw(what, DataError(what));
+    return out;
+  }
+  out.distributed = trace.distributed;
+  const auto keep = [&](int rank, TraceFile& t) {
+    if (rank >= kMaxRanks) {
+      throw DataError(fmt::format("{} is rank {}: ddpscope reads jobs of up to {} ranks", path, rank, kMaxRanks));
+    }
+    ReadRank r{rank, path, profiler_of(path), t.host_name, std::nullopt, {}};
+    try {
+      r.steps = find_steps(t);
+    } catch (const NotATraceError& e) {
+      skip_or_throw(e.what(), e);
+      return;
+    }
+    const std::optional<double> first = wall_clock_ns(t, r.steps.steps.front().start_ns);
+    const TraceStep& last = r.steps.steps.back();
+    const std::optional<double> end = wall_clock_ns(t, last.start_ns + last.duration_ns);
+    if (first && end) r.wall_ns = std::pair{*first, *end};
+    out.ranks.push_back(std::move(r));
+  };
+  if (trace.dialect == TraceFile::Dialect::kDdpscope) {
+    std::vector<std::pair<int, TraceFile>> parts = split_by_process(std::move(trace));
+    if (parts.empty()) throw DataError(fmt::format("{}: ddpscope's trace with no rank's events in it", path));
+    for (auto& [rank, part] : parts) keep(rank, part);
+    return out;
+  }
+  std::optional<int> rank = trace.distributed.rank;
+  if (const auto m = mapped.find(canonical(path)); m != mapped.end()) rank = m->second;
+  if (!rank) rank = rank_in_name(path);
+  if (!rank) {
+    if (several_files) {
+      throw UsageError(
+          fmt::format("{}: its rank is unknown (no distributedInfo in it, no \"rank<N>\" in its "
+                      "name): give it with --rank-map {}=RANK",
+                      path, path));
+    }
+    rank = 0;
+    out.note = fmt::format("{} does not say its rank: analysed as the job's only rank", path);
+  }
+  keep(*rank, trace);
+  return out;
+}
+
+// Every file read on every core, each file by one thread at a time (its parts on the cores
+// left over): memory holds as many files' events as threads read, whatever the job's size.
+// `progress` follows the bytes read of all the files together.
+std::vector<FileRead> read_files(const std::vector<TraceInput>& files, const std::map<std::string, int>& mapped,
+                                 bool several_files, const std::function<void(double)>& progress) {
+  const std::size_t cores = std::max(1U, std::thread::hardware_concurrency());
+  const std::size_t readers = std::min(cores, files.size());
+  const std::size_t threads_per_file = std::max<std::size_t>(1, cores / readers);
+  std::vector<double> bytes(files.size()), read_share(files.size(), 0.0);
+  double total = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    std::error_code ec;
+    bytes[i] = static_cast<double>(fs::file_size(files[i].path, ec));
+    if (ec) bytes[i] = 0;
+    total += bytes[i];
+  }
+  std::mutex progress_mutex;
+  double done = 0;
+  const auto progress_of = [&](std::size_t i) -> std::function<void(double)> {
+    if (!progress || total <= 0) return {};
+    return [&, i](double share) {
+      std::lock_guard lock(progress_mutex);
+      done += (share - read_share[i]) * bytes[i];
+      read_share[i] = share;
+      progress(std::clamp(done / total, 0.0, 1.0));
+    };
+  };
+  std::vector<FileRead> out(files.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto reader = [&] {
+    for (std::size_t i = next++; i < files.size() && !failed; i = next++) {
+      try {
+        out[i] = read_file(files[i], mapped, several_files, threads_per_file, progress_of(i));
+      } catch (...) {
+        out[i].error = std::current_exception();
+        failed = true;  // the first failure in the files' order is reported; no new file is begun
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < readers; ++t) pool.emplace_back(reader);
+  reader();
+  for (std::thread& t : pool) t.join();
+  if (progress && total > 0) progress(1.0);
+  return out;
+}
+
 }  // namespace
 
 std::vector<TraceInput> trace_files(const std::vector<std::string>& inputs) {
@@ -220,50 +352,34 @@ std::vector<TraceInput> trace_files(const std::vector<std::string>& inputs) {
 }
 
 TraceJob read_job(const std::vector<TraceInput>& files, const std::map<std::string, int>& rank_map,
-                  const std::function<void(const std::string&, double)>& progress) {
+                  const std::function<void(double)>& progress) {
   if (files.empty()) throw UsageError("no trace to analyse: name files, folders or patterns");
   TraceJob job;
-  std::map<std::string, std::pair<std::string, int>> mapped;  // canonical path -> (as given, rank)
-  for (const auto& [path, rank] : rank_map) mapped[canonical(path)] = {path, rank};
+  std::map<std::string, int> mapped;  // canonical path -> rank
   std::set<std::string> named;
   for (const TraceInput& f : files) named.insert(canonical(f.path));
-  for (const auto& [key, given] : mapped) {
-    if (!named.contains(key)) {
-      throw UsageError(
-          fmt::format("--rank-map {}={}: {} is not one of the traces read", given.first, given.second, given.first));
+  for (const auto& [path, rank] : rank_map) {
+    if (!named.contains(canonical(path))) {
+      throw UsageError(fmt::format("--rank-map {}={}: {} is not one of the traces read", path, rank, path));
     }
+    mapped[canonical(path)] = rank;
   }
+  std::size_t training_files = 0;
+  for (const TraceInput& f : files) training_files += lightning_evaluation_action(f.path) ? 0 : 1;
+
+  std::vector<FileRead> reads = read_files(files, mapped, training_files > 1, progress);
   std::optional<std::pair<int, std::string>> world_from;  // (world size, the file that said it)
   std::optional<std::pair<std::string, std::string>> backend_from;
   std::vector<std::string> evaluation, skipped;
   std::vector<ReadRank> read;
-  std::size_t training_files = 0;
-  for (const TraceInput& f : files) training_files += lightning_evaluation_action(f.path) ? 0 : 1;
-
-  for (const TraceInput& f : files) {
-    const std::string& path = f.path;
-    if (const std::optional<std::string> action = lightning_evaluation_action(path)) {
-      evaluation.push_back(fmt::format("{} ({})", path, *action));
-      continue;
-    }
-    TraceFile trace;
-    try {
-      trace = read_trace(path, progress ? [&](double share) { progress(path, share); } : std::function<void(double)>{});
-    } catch (const NotATraceError& e) {
-      if (!f.in_folder) throw;
-      skipped.push_back(e.what());
-      continue;
-    }
-    if (trace.dialect == TraceFile::Dialect::kAnalyzeOutput) {
-      const std::string what = fmt::format(
-          "{}: ddpscope analyze's merged trace (its --trace), not a job's own: analyze the traces it "
-          "was made from",
-          path);
-      if (!f.in_folder) throw DataError(what);
-      skipped.push_back(what);
-      continue;
-    }
-    if (const std::optional<int> w = trace.distributed.world_size) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    FileRead& r = reads[i];
+    const std::string& path = files[i].path;
+    if (r.error) std::rethrow_exception(r.error);
+    if (r.evaluation) evaluation.push_back(fmt::format("{} ({})", path, *r.evaluation));
+    if (r.skipped) skipped.push_back(*r.skipped);
+    if (r.note) job.notes.push_back(*r.note);
+    if (const std::optional<int> w = r.distributed.world_size) {
       if (world_from && world_from->first != *w) {
         throw DataError(
             fmt::format("{} is of a job of {} ranks and {} of one of {}: the traces are of different "
@@ -272,51 +388,14 @@ TraceJob read_job(const std::vector<TraceInput>& files, const std::map<std::stri
       }
       world_from = {*w, path};
     }
-    if (!trace.distributed.backend.empty()) {
-      if (backend_from && backend_from->first != trace.distributed.backend) {
+    if (!r.distributed.backend.empty()) {
+      if (backend_from && backend_from->first != r.distributed.backend) {
         throw DataError(fmt::format("{} is of a {} job and {} of a {} job: the traces are of different jobs",
-                                    backend_from->second, backend_from->first, path, trace.distributed.backend));
+                                    backend_from->second, backend_from->first, path, r.distributed.backend));
       }
-      backend_from = {trace.distributed.backend, path};
+      backend_from = {r.distributed.backend, path};
     }
-    const auto keep = [&](int rank, TraceFile& t) {
-      if (rank >= kMaxRanks) {
-        throw DataError(fmt::format("{} is rank {}: ddpscope reads jobs of up to {} ranks", path, rank, kMaxRanks));
-      }
-      ReadRank r{rank, path, profiler_of(path), t.host_name, std::nullopt, {}};
-      try {
-        r.steps = find_steps(t);
-      } catch (const NotATraceError& e) {
-        if (!f.in_folder) throw;
-        skipped.push_back(e.what());
-        return;
-      }
-      const std::optional<double> first = wall_clock_ns(t, r.steps.steps.front().start_ns);
-      const TraceStep& last = r.steps.steps.back();
-      const std::optional<double> end = wall_clock_ns(t, last.start_ns + last.duration_ns);
-      if (first && end) r.wall_ns = std::pair{*first, *end};
-      read.push_back(std::move(r));
-    };
-    if (trace.dialect == TraceFile::Dialect::kDdpscope) {
-      std::vector<std::pair<int, TraceFile>> parts = split_by_process(std::move(trace));
-      if (parts.empty()) throw DataError(fmt::format("{}: ddpscope's trace with no rank's events in it", path));
-      for (auto& [rank, part] : parts) keep(rank, part);
-      continue;
-    }
-    std::optional<int> rank = trace.distributed.rank;
-    if (const auto m = mapped.find(canonical(path)); m != mapped.end()) rank = m->second.second;
-    if (!rank) rank = rank_in_name(path);
-    if (!rank) {
-      if (training_files > 1) {
-        throw UsageError(
-            fmt::format("{}: its rank is unknown (no distributedInfo in it, no \"rank<N>\" in its "
-                        "name): give it with --rank-map {}=RANK",
-                        path, path));
-      }
-      rank = 0;
-      job.notes.push_back(fmt::format("{} does not say its rank: analysed as the job's only rank", path));
-    }
-    keep(*rank, trace);
+    for (ReadRank& rank : r.ranks) read.push_back(std::move(rank));
   }
   for (const std::string& s : skipped) job.notes.push_back("skipped: " + s);
   if (!evaluation.empty()) {
@@ -360,12 +439,18 @@ TraceJob read_job(const std::vector<TraceInput>& files, const std::map<std::stri
     throw DataError(fmt::format("{} is rank {} of a job of {} ranks", job.ranks.back().path, highest, job.world_size));
   }
   if (static_cast<int>(job.ranks.size()) < job.world_size) {
-    std::vector<int> present;
-    for (const TracedRank& r : job.ranks) present.push_back(r.rank);
-    job.notes.push_back(
-        fmt::format("{} of the job's {} ranks have traces here (rank{} {}): the others are not "
-                    "analysed",
-                    job.ranks.size(), job.world_size, present.size() > 1 ? "s" : "", fmt::join(present, ", ")));
+    std::vector<int> missing;
+    std::size_t at = 0;
+    for (int rank = 0; rank < job.world_size; ++rank) {
+      if (at < job.ranks.size() && job.ranks[at].rank == rank) {
+        ++at;
+      } else {
+        missing.push_back(rank);
+      }
+    }
+    job.notes.push_back(fmt::format("{} of the job's {} ranks have traces here: {} {} missing and not analysed",
+                                    job.ranks.size(), job.world_size, rank_runs(missing, true),
+                                    missing.size() > 1 ? "are" : "is"));
   }
   return job;
 }

@@ -52,8 +52,9 @@ struct TraceInput {
 std::vector<TraceInput> trace_files(const std::vector<std::string>& inputs);
 
 // `rank_map`: a file's path to its rank (as given; matched to the file it names, however spelt).
-// `progress(path, share)` follows reading.
+// The files are read in parallel, on every core; `progress(share)` follows the share of their
+// bytes read, from any of the threads reading (one at a time).
 TraceJob read_job(const std::vector<TraceInput>& files, const std::map<std::string, int>& rank_map,
-                  const std::function<void(const std::string&, double)>& progress = {});
+                  const std::function<void(double)>& progress = {});
 
 }  // namespace ddp

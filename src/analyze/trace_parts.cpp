@@ -118,9 +118,9 @@ std::size_t last_cut(std::string_view text) {
 }
 
 std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_t part_bytes,
-                                             const std::function<void(double)>& progress) {
+                                             const std::function<void(double)>& progress, std::size_t threads) {
   TraceStream stream(path, progress);
-  const std::size_t workers = std::clamp(std::thread::hardware_concurrency(), 1U, 8U);
+  const std::size_t workers = threads > 0 ? threads : std::clamp(std::thread::hardware_concurrency(), 1U, 8U);
   // Before the parts in flight: those finish (their futures wait) before these go.
   Reusable<PartText> texts;
   Reusable<PartParser> parsers;

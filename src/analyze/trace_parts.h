@@ -22,9 +22,11 @@ namespace ddp {
 // parse); npos where there is neither.
 std::size_t last_cut(std::string_view text);
 
-// The whole file in parts of about `part_bytes`; nullopt where it cannot be read so (then read it
-// in one pass). Throws DataError where the file cannot be read or its gzip is damaged.
+// The whole file in parts of about `part_bytes`, `threads` parsing at once (0: one per core, at
+// most 8); nullopt where it cannot be read so (then read it in one pass). Throws DataError where
+// the file cannot be read or its gzip is damaged.
 std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_t part_bytes,
-                                             const std::function<void(double)>& progress = {});
+                                             const std::function<void(double)>& progress = {},
+                                             std::size_t threads = 0);
 
 }  // namespace ddp

@@ -329,11 +329,11 @@ constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 
 }  // namespace
 
-TraceFile read_trace(const std::string& path, const std::function<void(double)>& progress) {
+TraceFile read_trace(const std::string& path, const std::function<void(double)>& progress, std::size_t threads) {
   std::error_code error;
   const std::uintmax_t bytes = std::filesystem::file_size(path, error);
   if (!error && bytes >= kPartsFromBytes) {
-    if (std::optional<TraceFile> whole = read_trace_in_parts(path, kPartBytes, progress)) return std::move(*whole);
+    if (std::optional<TraceFile> whole = read_trace_in_parts(path, kPartBytes, progress, threads)) return std::move(*whole);
   }
   TraceStream stream(path, progress);
   stream.skip_prefix(kByteOrderMark);

@@ -17,7 +17,9 @@ inline constexpr std::size_t kMaxJsonDepth = 64;  // Kineto nests 5 deep
 // The parser's buffer for one string: a string longer than 10 MiB passes it on its way.
 inline constexpr std::size_t kStringBufferBytes = std::size_t{16} << 20;
 
-TraceFile read_trace(const std::string& path, const std::function<void(double)>& progress = {});
+// `threads`: how many may parse a large file's parts at once (0: one per core).
+TraceFile read_trace(const std::string& path, const std::function<void(double)>& progress = {},
+                     std::size_t threads = 0);
 
 // The same from text in memory (tests, the fuzz target); `path` names it in errors.
 TraceFile read_trace_text(std::string_view text, const std::string& path);

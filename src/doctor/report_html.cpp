@@ -433,6 +433,7 @@ std::string arrival_lag_chart(const ReportRun& run) {
   svg += svg_axes(x, y, box, "step", "lag behind the first rank", "", " ms");
   for (std::size_t r = 0; r < run.arrival_lag_ms.size(); ++r) {
     const ReportPoints& points = run.arrival_lag_ms[r];
+    if (points.empty() && !run.shown_ranks.empty()) continue;  // a large job: the ranks shown only
     const char* color = kDeviceColors[r % kDeviceColors.size()];
     Points pixels;
     double sum = 0;
@@ -473,6 +474,42 @@ std::string arrival_section(const std::vector<ReportRun>& runs, int number) {
       "into at most 200 points.</figcaption></figure>",
       esc(main_run->label));
   return out + "</section>";
+}
+
+// A job of more ranks than rows: every rank's step as a point, the ranks shown named.
+std::string rank_section(const std::vector<ReportRun>& runs, int number) {
+  const ReportRun* run = nullptr;
+  for (const ReportRun& r : runs)
+    if (!r.step_ms_per_rank.empty()) run = &r;
+  std::string out = section_start(
+      "ranks", number, "Every rank's step",
+      fmt::format("The tables show the ranks that matter of {}: the one the others wait for, the slowest, the fastest "
+                  "and the one that waits most. Here is every rank's mean step; <code>--json</code> has every "
+                  "rank's parts.",
+                  run->step_ms_per_rank.size()));
+  double hi = 0;
+  int last = 0;
+  for (const auto& [rank, ms] : run->step_ms_per_rank) hi = std::max(hi, ms), last = std::max(last, rank);
+  const PlotBox box{78, 12, 740, 280};
+  const auto [x_lo, x_hi] = nice_range(0, std::max(1, last), 8);
+  const auto [y_lo, y_hi] = nice_range(0, hi > 0 ? hi : 1, 6);
+  const Scale x(x_lo, x_hi, box.left, box.right), y(y_lo, y_hi, box.bottom, box.top);
+  std::string svg = "<svg class=\"chart\" viewBox=\"0 0 760 330\" role=\"img\" aria-label=\"Each rank's mean step\">";
+  svg += svg_axes(x, y, box, "rank", "step", "", " ms");
+  for (const auto& [rank, ms] : run->step_ms_per_rank) {
+    const bool shown = std::find(run->shown_ranks.begin(), run->shown_ranks.end(), rank) != run->shown_ranks.end();
+    svg += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\"><title>rank {}: {} ms</title></circle>",
+                       svg_coord(x(rank)), svg_coord(y(ms)), shown ? 4 : 2, shown ? kDeviceColors[1] : kDeviceColors[0],
+                       rank, format_number(ms));
+    if (shown) {
+      svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"label\">{}</text>", svg_coord(x(rank) + 6),
+                         svg_coord(y(ms) - 6), rank);
+    }
+  }
+  return out + "<figure id=\"rank-chart\">" + svg +
+         fmt::format("</svg><figcaption>{}: each rank's mean step; the ranks in the tables are larger and named."
+                     "</figcaption></figure></section>",
+                     esc(run->label));
 }
 
 // The sizes the seed's author tried, as the question they asked: do N devices beat one there?
@@ -701,6 +738,8 @@ std::string render_report_html(const ReportView& view) {
   const bool analyze = view.kind == ReportKind::kAnalyze;
   if (!analyze) out += utilization_section(view.runs, ++number);
   out += arrival_section(view.runs, ++number);
+  if (std::any_of(view.runs.begin(), view.runs.end(), [](const ReportRun& r) { return !r.step_ms_per_rank.empty(); }))
+    out += rank_section(view.runs, ++number);
   // compare.json has neither; an empty list in doctor.json still gets its section and says so.
   if (view.ablations) out += ablation_section(*view.ablations, view.sizes, ++number);
   if (view.findings) out += findings_section(*view.findings, ++number);

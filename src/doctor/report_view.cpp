@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "doctor/doctor_result.h"
+#include "doctor/ranks_shown.h"
 #include "doctor/run_noise.h"
 #include "train/config/option_json.h"
 
@@ -85,32 +87,60 @@ const ReportRun* largest_run(const std::vector<ReportRun>& runs) {
   return best;
 }
 
-// A run read from traces, one row per rank: its step parts; its arrivals drawn on the first.
+// A run read from traces, one row per rank (of a large job, per rank that matters: ranks_shown.h):
+// its step parts; its arrivals drawn on the first.
 void traced_runs_of(const RunRecord& r, double speedup, bool one_run, std::vector<ReportRun>& out) {
   const RunSummary& s = r.summary;
-  for (std::size_t i = 0; i < std::max<std::size_t>(1, s.phases_per_rank.size()); ++i) {
+  if (!r.ok) {  // a failed run: one row, its command
     ReportRun run;
-    const std::string rank = fmt::format("rank {}", i < r.ranks.size() ? r.ranks[i] : static_cast<int>(i));
-    run.label = one_run ? rank : fmt::format("{} {}", r.label, rank);
+    run.label = r.label;
     run.devices = r.devices;
-    run.command = i == 0 ? r.command : "";
-    if (!r.ok) {  // a failed run: one row, its command
-      run.label = r.label;
-      run.wall_seconds = run.samples_per_second = run.optimizer_steps = run.speedup = run.monitor_interval_ms = kNaN;
-      out.push_back(std::move(run));
-      return;
-    }
-    std::array<double, kPhaseCount> phases = s.phases_per_rank[i];
+    run.command = r.command;
+    run.wall_seconds = run.samples_per_second = run.optimizer_steps = run.speedup = run.monitor_interval_ms = kNaN;
+    out.push_back(std::move(run));
+    return;
+  }
+  const auto rank_of = [&](std::size_t i) { return i < r.ranks.size() ? r.ranks[i] : static_cast<int>(i); };
+  std::vector<double> step_ms, wait_ms;
+  for (const std::array<double, kPhaseCount>& phases : s.phases_per_rank) {
+    step_ms.push_back(std::accumulate(phases.begin(), phases.end(), 0.0));
+    wait_ms.push_back(phases[static_cast<std::size_t>(Phase::kCommWait)]);
+  }
+  std::optional<std::size_t> waited_for;
+  if (s.arrivals.straggler && s.arrivals.straggler->rank >= 0)
+    waited_for = static_cast<std::size_t>(s.arrivals.straggler->rank);
+  std::vector<ShownRank> shown = ranks_to_show(step_ms, wait_ms, waited_for);
+  if (shown.empty()) shown.push_back({0, ""});
+  const bool every_rank = shown.size() == s.phases_per_rank.size();
+  for (const ShownRank& rank : shown) {
+    const std::size_t i = rank.index;
+    const bool first = &rank == &shown.front();
+    ReportRun run;
+    const std::string label = fmt::format("rank {}{}", rank_of(i), rank.why.empty() ? "" : " (" + rank.why + ")");
+    run.label = one_run ? label : fmt::format("{} {}", r.label, label);
+    run.devices = r.devices;
+    run.command = first ? r.command : "";
+    std::array<double, kPhaseCount> phases = i < s.phases_per_rank.size() ? s.phases_per_rank[i] : std::array<double, kPhaseCount>{};
     run.wall_seconds = 0;
     for (double& seconds : phases) run.wall_seconds += seconds, seconds = std::max(seconds, 0.0);
     run.phase_seconds = phases;
-    run.speedup = i == 0 ? speedup : kNaN;
+    run.speedup = first ? speedup : kNaN;
     run.monitor_interval_ms = kNaN;
-    run.samples_per_second = i == 0 && r.samples_per_step > 0 ? r.samples_per_step / r.seconds_per_step() : kNaN;
+    run.samples_per_second = first && r.samples_per_step > 0 ? r.samples_per_step / r.seconds_per_step() : kNaN;
     run.optimizer_steps = static_cast<double>(s.optimizer_steps_run);
-    if (i == 0) {
+    if (first) {
       run.arrival_lag_ms = arrival_lag_of(s.arrivals);
       run.straggler_rank = s.arrivals.straggler ? s.arrivals.straggler->rank : -1;
+      if (!every_rank) {
+        // The lines of the ranks shown: hundreds of lines are no chart.
+        for (std::size_t k = 0; k < run.arrival_lag_ms.size(); ++k) {
+          if (std::none_of(shown.begin(), shown.end(), [&](const ShownRank& x) { return x.index == k; }))
+            run.arrival_lag_ms[k].clear();
+        }
+        const double steps = std::max<double>(1, static_cast<double>(s.optimizer_steps_run));
+        for (std::size_t k = 0; k < step_ms.size(); ++k) run.step_ms_per_rank.emplace_back(rank_of(k), 1e3 * step_ms[k] / steps);
+        for (const ShownRank& x : shown) run.shown_ranks.push_back(rank_of(x.index));
+      }
     }
     out.push_back(std::move(run));
   }

@@ -41,6 +41,10 @@ struct ReportRun {
   // from summary.json's arrivals; empty on one device.
   std::vector<ReportPoints> arrival_lag_ms;
   int straggler_rank = -1;  // the summary's arrival straggler, -1 for none
+  // A traced job of more ranks than its rows show (ranks_shown.h): every rank's step, for one
+  // chart; (rank, ms per step), by rank. Empty otherwise.
+  std::vector<std::pair<int, double>> step_ms_per_rank;
+  std::vector<int> shown_ranks;  // the ranks with rows, where step_ms_per_rank is set
 };
 
 // A predicted speedup curve at the configuration's own shape, for one interconnect.

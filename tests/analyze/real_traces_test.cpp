@@ -57,7 +57,7 @@ TEST(RealTraces, ATwoGpuNcclJobsRankZero) {
   EXPECT_GT(part_ms(a, Phase::kLaunch), 0.5 * a.ranks[0].step_ms);
   ASSERT_FALSE(a.result.findings.empty());
   EXPECT_EQ(a.result.findings[0].title.substr(0, 39), "The GPU waits for its host to launch wo");
-  EXPECT_EQ(a.result.notes[0], "1 of the job's 2 ranks have traces here (rank 0): the others are not analysed");
+  EXPECT_EQ(a.result.notes[0], "1 of the job's 2 ranks have traces here: rank 1 is missing and not analysed");
   // Each NCCL kernel traced to its launch by correlation: DDP's 5 buckets per step launched
   // from the autograd thread's backward, in one synchronisation after the step's one forward.
   const RankSyncs& syncs = a.ranks[0].syncs;

@@ -116,6 +116,24 @@ TEST(TraceReader, InflatesGzipAsItReadsAndReadsPlainFilesAlike) {
   EXPECT_EQ(a[1].start_ns, b[1].start_ns);
 }
 
+// gzip as gzip and zlib write it: members one after another (a file appended to, pigz's blocks)
+// are one text, and what follows the last member and is no gzip is ignored, as gunzip does.
+TEST(TraceReader, ReadsGzipMembersOneAfterAnotherAndIgnoresWhatFollowsThem) {
+  const auto dir = fresh_dir("trace_reader_members");
+  const std::string text = kKineto;
+  const std::size_t half = text.size() / 2;
+  const std::string first = ::ddp::testing::read_text(write_gzip(dir / "1.gz", text.substr(0, half)));
+  const std::string second = ::ddp::testing::read_text(write_gzip(dir / "2.gz", text.substr(half)));
+  const TraceFile one = read_trace(write_gzip(dir / "one.json.gz", text).string());
+  const TraceFile members = read_trace(write(dir / "members.json.gz", first + second).string());
+  EXPECT_EQ(members.events.size(), one.events.size());
+  EXPECT_EQ(members.distributed.rank, 1);
+  const TraceFile trailing = read_trace(write(dir / "trailing.json.gz", first + second + "not gzip").string());
+  EXPECT_EQ(trailing.events.size(), one.events.size());
+  // A member cut short is damage, whatever follows.
+  EXPECT_THROW(read_trace(write(dir / "cut.json.gz", first + second.substr(0, second.size() - 6)).string()), DataError);
+}
+
 TEST(TraceReader, NamesTheFileAndWhatIsWrongWithIt) {
   const auto dir = fresh_dir("trace_reader_bad");
   std::string packed;

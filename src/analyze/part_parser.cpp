@@ -11,7 +11,8 @@ namespace od = simdjson::ondemand;
 // An integer as JSON writes it and write_number_text would write it again (no sign of zero,
 // no leading zero, fewer than 16 digits), or empty: pids and tids are copied, not converted.
 std::string_view plain_integer(std::string_view token) {
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
+  while (!token.empty() &&
+         (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
     token.remove_suffix(1);
   }
   const std::string_view digits = token.starts_with('-') ? token.substr(1) : token;

@@ -329,12 +329,12 @@ std::vector<Finding> findings_of(const TraceAnalysis& a) {
 void step_notes(const TraceAnalysis& a, std::vector<std::string>& notes) {
   std::size_t fewest = SIZE_MAX, most = 0;
   std::vector<std::pair<std::string, std::vector<int>>> said;  // a note's text and its ranks, in order
-  std::vector<std::string> repeated;                            // one per file: each names its file
+  std::vector<std::string> repeated;                           // one per file: each names its file
   const auto say = [&](std::string text, int rank) {
     for (auto& [known, ranks] : said) {
       if (known == text) return ranks.push_back(rank);
     }
-    said.push_back({std::move(text), {rank}});
+    said.emplace_back(std::move(text), std::vector<int>{rank});
   };
   for (const TracedRank& r : a.job.ranks) {
     const RankSteps& s = r.steps;

@@ -65,9 +65,12 @@ Field field_of(std::string_view key) {
              : is(key, "dur") ? Field::kDur
              : is(key, "pid") ? Field::kPid
              : is(key, "tid") ? Field::kTid
-                            : Field::kNone;
+                              : Field::kNone;
     case 4:
-      return is(key, "name") ? Field::kName : is(key, "args") ? Field::kArgs : is(key, "rank") ? Field::kRank : Field::kNone;
+      return is(key, "name")   ? Field::kName
+             : is(key, "args") ? Field::kArgs
+             : is(key, "rank") ? Field::kRank
+                               : Field::kNone;
     case 5:
       return is(key, "dtype") ? Field::kDtype : is(key, "bytes") ? Field::kBytes : Field::kNone;
     case 7:
@@ -80,7 +83,7 @@ Field field_of(std::string_view key) {
       return is(key, "Input Dims")   ? Field::kInputDims
              : is(key, "Input type") ? Field::kInputType
              : is(key, "world_size") ? Field::kWorldSize
-                                   : Field::kNone;
+                                     : Field::kNone;
     case 11:
       return is(key, "traceEvents") ? Field::kTraceEvents : is(key, "correlation") ? Field::kCorrelation : Field::kNone;
     case 13:

@@ -5,19 +5,19 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <set>
 #include <thread>
-#include <mutex>
-#include <atomic>
-#include <exception>
 
 #include "analyze/trace_reader.h"
-#include "doctor/ranks_shown.h"
 #include "ddpscope/error.h"
+#include "doctor/ranks_shown.h"
 
 namespace ddp {
 namespace {
@@ -183,7 +183,6 @@ void refuse_jobs_apart(const std::vector<ReadRank>& read) {
       earliest_end->path, utc(earliest_end->wall_ns->first), latest_start->path, utc(latest_start->wall_ns->first),
       (latest_start->wall_ns->first - earliest_end->wall_ns->second) / 3600e9));
 }
-
 
 // What one file gave: its ranks (ddpscope's trace.json holds several), or why it gave none.
 struct FileRead {

@@ -177,14 +177,14 @@ std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_
       if (!done) return std::nullopt;
       join(out, *done);
     }
-    parsing.push_back(std::async(std::launch::async, [&texts, &parsers, text = std::move(text),
-                                                      cut_after = !ended]() mutable {
-      std::unique_ptr<PartParser> parser = parsers.take();
-      std::optional<ParsedPart> part = parse_part(*parser, *text, cut_after);
-      parsers.give(std::move(parser));
-      texts.give(std::move(text));
-      return part;
-    }));
+    parsing.push_back(
+        std::async(std::launch::async, [&texts, &parsers, text = std::move(text), cut_after = !ended]() mutable {
+          std::unique_ptr<PartParser> parser = parsers.take();
+          std::optional<ParsedPart> part = parse_part(*parser, *text, cut_after);
+          parsers.give(std::move(parser));
+          texts.give(std::move(text));
+          return part;
+        }));
     first = false;
   }
   for (auto& next : parsing) {

@@ -26,7 +26,6 @@ std::size_t last_cut(std::string_view text);
 // most 8); nullopt where it cannot be read so (then read it in one pass). Throws DataError where
 // the file cannot be read or its gzip is damaged.
 std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_t part_bytes,
-                                             const std::function<void(double)>& progress = {},
-                                             std::size_t threads = 0);
+                                             const std::function<void(double)>& progress = {}, std::size_t threads = 0);
 
 }  // namespace ddp

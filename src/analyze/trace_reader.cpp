@@ -333,7 +333,8 @@ TraceFile read_trace(const std::string& path, const std::function<void(double)>&
   std::error_code error;
   const std::uintmax_t bytes = std::filesystem::file_size(path, error);
   if (!error && bytes >= kPartsFromBytes) {
-    if (std::optional<TraceFile> whole = read_trace_in_parts(path, kPartBytes, progress, threads)) return std::move(*whole);
+    if (std::optional<TraceFile> whole = read_trace_in_parts(path, kPartBytes, progress, threads))
+      return std::move(*whole);
   }
   TraceStream stream(path, progress);
   stream.skip_prefix(kByteOrderMark);

@@ -53,7 +53,7 @@ class TraceStream {
 
  private:
   bool refill();  // false at the end; throws DataError on a damaged or truncated file
-  std::size_t read_into(char* into, std::size_t count);  // 0 at the end; throws as refill
+  std::size_t read_into(char* into, std::size_t count);           // 0 at the end; throws as refill
   std::size_t read_file(unsigned char* into, std::size_t count);  // the file's own bytes
 
   std::string path_;

@@ -24,7 +24,8 @@ std::vector<ShownRank> ranks_to_show(const std::vector<double>& step_ms, const s
   if (waited_for && *waited_for < n) add(*waited_for, "waited for");
   std::vector<std::size_t> by_step(n);
   std::iota(by_step.begin(), by_step.end(), std::size_t{0});
-  std::stable_sort(by_step.begin(), by_step.end(), [&](std::size_t a, std::size_t b) { return step_ms[a] > step_ms[b]; });
+  std::stable_sort(by_step.begin(), by_step.end(),
+                   [&](std::size_t a, std::size_t b) { return step_ms[a] > step_ms[b]; });
   for (std::size_t k = 0; k < 3; ++k) add(by_step[k], "slowest");
   add(by_step.back(), "fastest");
   if (wait_ms.size() == n) {
@@ -49,13 +50,15 @@ std::string rank_runs(const std::vector<int>& ranks, bool noun) {
 
 Spread spread_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
-  const auto at = [&](double q) { return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5)]; };
+  const auto at = [&](double q) {
+    return values[static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5)];
+  };
   return {values.front(), at(0.5), at(0.9), values.back()};
 }
 
 std::string spread_text(const Spread& s, const char* unit) {
-  return fmt::format("min {:.3f}{u}, median {:.3f}{u}, 90th percentile {:.3f}{u}, max {:.3f}{u}", s.min, s.median, s.p90,
-                     s.max, fmt::arg("u", unit));
+  return fmt::format("min {:.3f}{u}, median {:.3f}{u}, 90th percentile {:.3f}{u}, max {:.3f}{u}", s.min, s.median,
+                     s.p90, s.max, fmt::arg("u", unit));
 }
 
 }  // namespace ddp

@@ -507,9 +507,10 @@ std::string rank_section(const std::vector<ReportRun>& runs, int number) {
     }
   }
   return out + "<figure id=\"rank-chart\">" + svg +
-         fmt::format("</svg><figcaption>{}: each rank's mean step; the ranks in the tables are larger and named."
-                     "</figcaption></figure></section>",
-                     esc(run->label));
+         fmt::format(
+             "</svg><figcaption>{}: each rank's mean step; the ranks in the tables are larger and named."
+             "</figcaption></figure></section>",
+             esc(run->label));
 }
 
 // The sizes the seed's author tried, as the question they asked: do N devices beat one there?

@@ -120,7 +120,8 @@ void traced_runs_of(const RunRecord& r, double speedup, bool one_run, std::vecto
     run.label = one_run ? label : fmt::format("{} {}", r.label, label);
     run.devices = r.devices;
     run.command = first ? r.command : "";
-    std::array<double, kPhaseCount> phases = i < s.phases_per_rank.size() ? s.phases_per_rank[i] : std::array<double, kPhaseCount>{};
+    std::array<double, kPhaseCount> phases =
+        i < s.phases_per_rank.size() ? s.phases_per_rank[i] : std::array<double, kPhaseCount>{};
     run.wall_seconds = 0;
     for (double& seconds : phases) run.wall_seconds += seconds, seconds = std::max(seconds, 0.0);
     run.phase_seconds = phases;
@@ -138,7 +139,8 @@ void traced_runs_of(const RunRecord& r, double speedup, bool one_run, std::vecto
             run.arrival_lag_ms[k].clear();
         }
         const double steps = std::max<double>(1, static_cast<double>(s.optimizer_steps_run));
-        for (std::size_t k = 0; k < step_ms.size(); ++k) run.step_ms_per_rank.emplace_back(rank_of(k), 1e3 * step_ms[k] / steps);
+        for (std::size_t k = 0; k < step_ms.size(); ++k)
+          run.step_ms_per_rank.emplace_back(rank_of(k), 1e3 * step_ms[k] / steps);
         for (const ShownRank& x : shown) run.shown_ranks.push_back(rank_of(x.index));
       }
     }

@@ -24,8 +24,8 @@ using ::ddp::testing::run_command;
 
 // A fixture rank's trace as a rank of a job of `world`: its rank left to its file's name.
 std::string as_rank_of_world(const std::string& fixture, int world) {
-  gzFile f = gzopen((fs::path(DDPSCOPE_SOURCE_DIR) / "tests/analyze/fixtures/torch2_gloo_slow_forward" / fixture).c_str(),
-                    "rb");
+  gzFile f = gzopen(
+      (fs::path(DDPSCOPE_SOURCE_DIR) / "tests/analyze/fixtures/torch2_gloo_slow_forward" / fixture).c_str(), "rb");
   std::string text;
   char buffer[1 << 16];
   for (int got; (got = gzread(f, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(got));
@@ -45,7 +45,8 @@ TEST(ManyRanks, AJobOfAHundredRanksIsOneScreenWithItsStragglerNamedAndEveryRankI
   fs::create_directories(dir / "job");
   for (int r = 0; r < kWorld; ++r) {
     if (missing.contains(r)) continue;
-    fs::create_hard_link(dir / (r == 37 ? "slow.json" : "normal.json"), dir / "job" / ("rank" + std::to_string(r) + ".pt.trace.json"));
+    fs::create_hard_link(dir / (r == 37 ? "slow.json" : "normal.json"),
+                         dir / "job" / ("rank" + std::to_string(r) + ".pt.trace.json"));
   }
   const std::string analyze = std::string(DDPSCOPE_BINARY) + " analyze job";
   const auto r = run_command(analyze + " --report report.html", dir);

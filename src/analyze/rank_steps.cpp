@@ -401,22 +401,24 @@ class RepeatFilter {
   bool seen_before(const TraceEvent& e) {
     if (e.start_ns != start_) {
       start_ = e.start_ns;
-      if (seen_.bucket_count() > 1024) {
-        seen_ = {};  // clear() costs every bucket: after a crowded moment, start afresh
-      } else {
-        seen_.clear();
-      }
+      few_.clear();
+      if (!many_.empty()) many_ = {};  // clear() costs every bucket: after a crowded moment, start afresh
     }
-    const bool repeated = !seen_
-                               .insert(Key{e.duration_ns, e.bytes, e.correlation, e.name, e.thread, e.process_group,
-                                           static_cast<uint8_t>(e.kind)})
-                               .second;
+    const Key key{e.duration_ns, e.bytes, e.correlation, e.name, e.thread, e.process_group, static_cast<uint8_t>(e.kind)};
+    // A few events start together, looked through in a list; a crowd (a hostile file) is hashed.
+    bool repeated = std::find(few_.begin(), few_.end(), key) != few_.end();
+    if (!repeated && few_.size() < kFew) {
+      few_.push_back(key);
+    } else if (!repeated) {
+      repeated = !many_.insert(key).second;
+    }
     count_ += repeated ? 1 : 0;
     return repeated;
   }
   int64_t count() const { return count_; }
 
  private:
+  static constexpr std::size_t kFew = 16;
   using Key = std::tuple<int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t, uint8_t>;
   struct Hash {
     std::size_t operator()(const Key& k) const {
@@ -433,7 +435,8 @@ class RepeatFilter {
     }
   };
   int64_t start_ = INT64_MIN;
-  std::unordered_set<Key, Hash> seen_;
+  std::vector<Key> few_;
+  std::unordered_set<Key, Hash> many_;
   int64_t count_ = 0;
 };
 

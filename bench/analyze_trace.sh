@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `ddpscope analyze` against Python's json.load (what Holistic Trace Analysis loads traces with)
-# on one large Kineto trace, in the same run: wall time and peak RSS of each. The trace is made
+# on one large Kineto trace, in the same run: wall time, CPU time and peak RSS of each. The trace is made
 # here by repeating the 2-GPU NCCL fixture's events (40,573 of them, its steps renumbered and
 # shifted in time) until the file reaches the size asked for; it is read plain and gzipped.
 # Needs GNU time (/usr/bin/time, Debian package "time").
@@ -52,12 +52,12 @@ gz_mb=$(($(stat -c %s "$out/big.json.gz") / 1000000))
 measure() {  # label, command...
   local label=$1
   shift
-  /usr/bin/time -f '%M %e' -o "$out/time" "$@" >"$out/stdout"
-  read -r rss_kb wall <"$out/time"
-  printf '%-34s %8ss %10s MiB\n' "$label" "$wall" "$((rss_kb / 1024))"
+  /usr/bin/time -f '%M %e %U %S' -o "$out/time" "$@" >"$out/stdout"
+  read -r rss_kb wall user sys <"$out/time"
+  printf '%-40s %8ss %8ss %10s MiB\n' "$label" "$wall" "$(python3 -c "print(round($user + $sys, 2))")" "$((rss_kb / 1024))"
 }
 echo "trace: $size_mb MB of JSON ($gz_mb MB gzipped)"
-printf '%-34s %9s %14s\n' reader wall "peak RSS"
+printf '%-40s %9s %9s %14s\n' reader wall CPU "peak RSS"
 measure "ddpscope analyze (.json)" "$bin" analyze --json "$out/big.json"
 measure "ddpscope analyze (.json.gz)" "$bin" analyze --json "$out/big.json.gz"
 if [[ -n "${BASELINE:-}" ]]; then
@@ -65,6 +65,8 @@ if [[ -n "${BASELINE:-}" ]]; then
   measure "baseline analyze (.json.gz)" "$BASELINE" analyze --json "$out/big.json.gz"
 fi
 measure "python3 json.load (.json)" python3 -c "import json, sys; json.load(open(sys.argv[1]))" "$out/big.json"
+measure "python3 json.load (.json.gz, gzip.open)" python3 -c "import gzip, json, sys; json.load(gzip.open(sys.argv[1]))" \
+  "$out/big.json.gz"
 # The floor: RapidJSON's SAX parse alone, the file in memory, a handler that keeps nothing
 # (bench/json_parse_floor_bench.cpp); its seconds exclude reading the file.
 floor_bench="$root/build/release/bench/json_parse_floor_bench"
@@ -72,6 +74,6 @@ if [[ -x $floor_bench ]]; then
   "$floor_bench" "$out/big.json" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-print("%-34s %8.2fs %14s" % ("RapidJSON SAX alone, iterative", d["iterative_seconds"], "(in memory)"))
-print("%-34s %8.2fs %14s" % ("RapidJSON SAX alone, in place", d["in_place_seconds"], "(in memory)"))'
+print("%-40s %8.2fs %24s" % ("RapidJSON SAX alone, iterative", d["iterative_seconds"], "(in memory)"))
+print("%-40s %8.2fs %24s" % ("RapidJSON SAX alone, in place", d["in_place_seconds"], "(in memory)"))'
 fi

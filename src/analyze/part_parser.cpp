@@ -37,11 +37,12 @@ class PartWalk {
   void document(od::document& doc) {
     if (doc.type() == od::json_type::array) {
       out_.dialect = TraceFile::Dialect::kLegacyArray;
+      events_open_ = 1;
       events(doc.get_array());
     } else {
       for (od::field f : doc.get_object()) {
         od::value v = f.value();
-        if (!top(key_of(f), v)) validate(v);
+        if (!top(key_of(f), v)) validate(v, 1);
       }
     }
     // Past the root value, nothing but the end (simdjson 3.0's document has no at_end()).
@@ -57,17 +58,22 @@ class PartWalk {
 
   static Field key_of(od::field& f) { return field_of(f.unescaped_key().value()); }
 
-  // A value the analysis does not use, checked as JSON (the one pass refuses what is not).
-  static void validate(od::value v) {
-    switch (v.type()) {
+  // A value the analysis does not use, checked as JSON (the one pass refuses what is not),
+  // `open` containers around it: nesting deeper than kMaxJsonDepth is refused as there.
+  static void validate(od::value v, std::size_t open) {
+    const od::json_type type = v.type();
+    if ((type == od::json_type::object || type == od::json_type::array) && open >= kMaxJsonDepth) {
+      throw simdjson::simdjson_error(simdjson::DEPTH_ERROR);
+    }
+    switch (type) {
       case od::json_type::object:
         for (od::field f : v.get_object()) {
           (void)f.unescaped_key().value();
-          validate(f.value());
+          validate(f.value(), open + 1);
         }
         break;
       case od::json_type::array:
-        for (od::value e : v.get_array()) validate(e);
+        for (od::value e : v.get_array()) validate(e, open + 1);
         break;
       case od::json_type::number:
         (void)v.get_number().value();
@@ -95,7 +101,7 @@ class PartWalk {
         if (!is(v, od::json_type::object)) return false;
         for (od::field f : v.get_object()) {
           od::value value = f.value();
-          if (!distributed(key_of(f), value)) validate(value);
+          if (!distributed(key_of(f), value)) validate(value, 2);
         }
         return true;
       case Field::kOtherData:
@@ -105,7 +111,7 @@ class PartWalk {
           if (key_of(f) == Field::kProducer && is_text(value)) {
             producer_text(value.get_string().value(), out_);
           } else {
-            validate(value);
+            validate(value, 2);
           }
         }
         return true;
@@ -144,7 +150,7 @@ class PartWalk {
       if (type == od::json_type::object) {
         event(element.get_object());
       } else {
-        validate(element);
+        validate(element, events_open_);
       }
     }
   }
@@ -153,7 +159,7 @@ class PartWalk {
     e_.clear();
     for (od::field f : object) {
       od::value v = f.value();
-      if (!event_field(key_of(f), v)) validate(v);
+      if (!event_field(key_of(f), v)) validate(v, events_open_ + 1);
     }
     if (TraceEvent t; maker_.make(e_, t)) events_.push_back(t);
   }
@@ -178,7 +184,7 @@ class PartWalk {
         if (!is(v, od::json_type::object)) return false;
         for (od::field f : v.get_object()) {
           od::value value = f.value();
-          if (!arg(key_of(f), value)) validate(value);
+          if (!arg(key_of(f), value)) validate(value, events_open_ + 2);
         }
         return true;
       default:
@@ -205,7 +211,7 @@ class PartWalk {
       case Field::kInputDims:
         if (!is(v, od::json_type::array)) return false;
         for (od::value element : v.get_array()) {
-          if (!input_dims(element)) validate(element);
+          if (!input_dims(element)) validate(element, events_open_ + 3);
         }
         return true;
       case Field::kInputType:
@@ -214,7 +220,7 @@ class PartWalk {
           if (e_.input_type.empty() && is_text(element)) {
             e_.input_type.assign(element.get_string().value());
           } else {
-            validate(element);
+            validate(element, events_open_ + 3);
           }
         }
         return true;
@@ -231,7 +237,7 @@ class PartWalk {
       if (is_number(n)) {
         e_.dims_product *= n.get_double().value();
       } else {
-        validate(n);
+        validate(n, events_open_ + 4);
       }
     }
     e_.first_dims_done = true;
@@ -266,7 +272,7 @@ class PartWalk {
         return true;
       case od::json_type::boolean:
       case od::json_type::null:
-        validate(v);
+        validate(v, 0);  // a scalar: no nesting
         out.clear();
         return true;
       default:
@@ -278,6 +284,7 @@ class PartWalk {
   std::vector<TraceEvent>& events_;
   EventMaker maker_;
   EventFields e_;
+  std::size_t events_open_ = 2;  // containers around an event's object: the root and the events array
 };
 
 }  // namespace

@@ -47,10 +47,9 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool Uint64(uint64_t v) { return scalar(Value::of_number(static_cast<double>(v))); }
   bool Double(double v) { return scalar(Value::of_number(v)); }
   bool String(const char* s, rapidjson::SizeType n, bool) {
-    return unescaped_control({s, n}) ? false : scalar(Value::of_text({s, n}));
+    return scalar(Value::of_text({s, n}));
   }
   bool Key(const char* s, rapidjson::SizeType n, bool) {
-    if (unescaped_control({s, n})) return false;
     const Where at = where();
     const bool used = at == Where::kTop || at == Where::kEvent || at == Where::kArgs || at == Where::kDistributed ||
                       at == Where::kOtherData;
@@ -64,7 +63,6 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
 
   bool saw_events() const { return saw_events_; }
   bool too_deep() const { return too_deep_; }
-  bool control_character() const { return control_character_; }
 
  private:
   enum class Where { kRoot, kTop, kEvents, kEvent, kArgs, kDims, kDimsInner, kTypes, kDistributed, kOtherData, kSkip };
@@ -90,15 +88,6 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   };
 
   Where where() const { return stack_.empty() ? Where::kRoot : stack_.back(); }
-
-  // JSON allows no control character unescaped in a string. RapidJSON's SIMD scans of text in
-  // memory (the parts) let 0x1A-0x1F through (they test s <= 0x19), where its stream reading
-  // (the one pass) refuses them: the handler refuses them in both.
-  bool unescaped_control(std::string_view text) {
-    control_character_ =
-        std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
-    return control_character_;
-  }
 
   bool open(bool object) {
     if (stack_.size() >= kMaxJsonDepth) {
@@ -251,7 +240,6 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   EventFields event_;
   bool saw_events_ = false;
   bool too_deep_ = false;
-  bool control_character_ = false;
 };
 
 // The parser's stack (the string being read, the nesting) with a ceiling: a string of gigabytes
@@ -302,10 +290,6 @@ TraceFile parse(Stream& stream, const std::string& path, const std::function<voi
   if (handler.too_deep()) {
     throw DataError(fmt::format("{}: nested more than {} levels deep at byte {}, which no profiler writes: not a trace",
                                 path, kMaxJsonDepth, result.Offset()));
-  }
-  if (handler.control_character()) {
-    throw DataError(
-        fmt::format("{}: not valid JSON at byte {}: a control character inside a string", path, result.Offset()));
   }
   if (result.IsError()) {
     if (result.Code() == rapidjson::kParseErrorTermination) {

@@ -384,6 +384,10 @@ int run_script_doctor(const ScriptRequest& request, std::FILE* out) {
   for (const ScriptRun& run : runs) {
     RunAnswer& answer = answers.emplace_back();
     answer.run = &run;
+    if (run.stopped) {  // cut by Ctrl-C: its traces stay on disk, but a cut job's numbers are not its own
+      answer.error = failure_of(run);
+      continue;
+    }
     try {
       answer.analysis.emplace(analyze_job(job_of(run)));
       scales.push_back(traced_scale(*answer.analysis, label_of(run.devices)));

@@ -404,7 +404,8 @@ class RepeatFilter {
       few_.clear();
       if (!many_.empty()) many_ = {};  // clear() costs every bucket: after a crowded moment, start afresh
     }
-    const Key key{e.duration_ns, e.bytes, e.correlation, e.name, e.thread, e.process_group, static_cast<uint8_t>(e.kind)};
+    const Key key{
+        e.duration_ns, e.bytes, e.correlation, e.name, e.thread, e.process_group, static_cast<uint8_t>(e.kind)};
     // A few events start together, looked through in a list; a crowd (a hostile file) is hashed.
     bool repeated = std::find(few_.begin(), few_.end(), key) != few_.end();
     if (!repeated && few_.size() < kFew) {

@@ -46,9 +46,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   bool Int64(int64_t v) { return scalar(Value::of_number(static_cast<double>(v))); }
   bool Uint64(uint64_t v) { return scalar(Value::of_number(static_cast<double>(v))); }
   bool Double(double v) { return scalar(Value::of_number(v)); }
-  bool String(const char* s, rapidjson::SizeType n, bool) {
-    return scalar(Value::of_text({s, n}));
-  }
+  bool String(const char* s, rapidjson::SizeType n, bool) { return scalar(Value::of_text({s, n})); }
   bool Key(const char* s, rapidjson::SizeType n, bool) {
     const Where at = where();
     const bool used = at == Where::kTop || at == Where::kEvent || at == Where::kArgs || at == Where::kDistributed ||

@@ -191,17 +191,18 @@ TEST(TraceParts, AControlCharacterInAStringIsRefusedInPartsAsInOnePass) {
 TEST(TraceParts, WhatTheAnalysisDoesNotReadIsCheckedAsTheOnePassChecksIt) {
   const auto dir = fresh_dir("trace_parts_unread");
   const auto event_with = [](const std::string& extra) {
-    return R"({"traceEvents": [{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "zz": )" + extra + "}]}";
+    return R"({"traceEvents": [{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "zz": )" + extra +
+           "}]}";
   };
   const auto nested = [](int levels) { return std::string(levels, '[') + std::string(levels, ']'); };
-  for (const auto& [text, readable] : std::vector<std::pair<std::string, bool>>{
-           {event_with(nested(61)), true},   // 3 + 61 containers open
-           {event_with(nested(62)), false},  // one more than the one pass takes
-           {event_with("tru"), false},
-           {event_with("[1 2]"), false},
-           {event_with("01"), false},
-           {event_with(R"("\x")"), false},
-           {event_with(R"("a\u0001b")"), true}}) {
+  for (const auto& [text, readable] :
+       std::vector<std::pair<std::string, bool>>{{event_with(nested(61)), true},   // 3 + 61 containers open
+                                                 {event_with(nested(62)), false},  // one more than the one pass takes
+                                                 {event_with("tru"), false},
+                                                 {event_with("[1 2]"), false},
+                                                 {event_with("01"), false},
+                                                 {event_with(R"("\x")"), false},
+                                                 {event_with(R"("a\u0001b")"), true}}) {
     SCOPED_TRACE(text);
     const std::string path = write(dir / "t.json", text).string();
     std::optional<TraceFile> parts = read_trace_in_parts(path, 64);

@@ -90,8 +90,10 @@ TEST_F(ScriptDoctor, TheSeedsScriptAtOneAndTwoDevicesIsAnswered) {
   EXPECT_TRUE(fs::exists(dir / "ddpscope_logs/version_0/devices_2/merged.pt.trace.json.gz"));
 
   // The probe's cost: the same run without it takes 4 ms less of plain Python per micro-batch.
-  // Measured (20 runs' worth of repeats on 2 shared cores): within 10-22 % of what was
-  // injected; the tolerance is 40 %.
+  // Measured on 2 shared cores: 10-22 % above what was injected when the machine was otherwise
+  // quiet, 54-62 % above inside the whole suite (a spin of 4 ms of wall time stretches when the
+  // other rank's threads take its core). The tolerance: 40 % below, 80 % above; a probe not
+  // priced as Python, or counted twice, is outside it.
   const fs::path bare = testing::fresh_dir("script_seed_no_probe");
   const CommandResult r0 = ddpscope(
       "SEED_PROBE_MS=0", "doctor --devices 2 --max-steps 60 -- /usr/bin/python3 " + script("seed_cpu.py"), bare);
@@ -101,8 +103,11 @@ TEST_F(ScriptDoctor, TheSeedsScriptAtOneAndTwoDevicesIsAnswered) {
   const nlohmann::json& without = run_at(bare_doc, 2);
   const double micro_batches_per_step = with["samples_per_step"].get<double>() / 2 / 256;
   const double injected = 4 * micro_batches_per_step;
-  EXPECT_NEAR(python_ms_per_step(with) - python_ms_per_step(without), injected, 0.4 * injected)
-      << "with " << python_ms_per_step(with) << " ms, without " << python_ms_per_step(without) << " ms";
+  const double priced = python_ms_per_step(with) - python_ms_per_step(without);
+  EXPECT_GT(priced, 0.6 * injected) << "with " << python_ms_per_step(with) << " ms, without "
+                                    << python_ms_per_step(without) << " ms";
+  EXPECT_LT(priced, 1.8 * injected) << "with " << python_ms_per_step(with) << " ms, without "
+                                    << python_ms_per_step(without) << " ms";
 }
 
 // A plain torch DDP script under torchrun, one of whose ranks waits 30 ms for its input each step.

@@ -2,7 +2,7 @@
 # `ddpscope analyze` on a job of many ranks, made here from the 2-rank torch 2 fixture
 # (tests/analyze/fixtures/torch2_gloo_slow_forward: rank 1 sleeps 20 ms in forward): each rank's
 # file is rank 0's trace, its 4 steps repeated until the file reaches the size asked for, and
-# one rank's (the straggler, STRAGGLER=137 by default) is rank 1's. The files are hard links to
+# one rank's (the straggler, STRAGGLER, by default RANKS/2+9: 137 of 256) is rank 1's. The files are hard links to
 # two files written once (a rank's rank comes from its name, the world from distributedInfo), so
 # a job of gigabytes costs the disk only two files; every file is read as a file of its own.
 # Prints analyze's wall time, CPU time and peak RSS, the straggler it names and the length of
@@ -15,42 +15,14 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${DDPSCOPE:-$root/build/release/ddpscope}"
 ranks=${1:-256}
 megabytes=${2:-20}
-straggler=${STRAGGLER:-137}
+straggler=${STRAGGLER:-$((ranks / 2 + 9))}  # 137 of 256
 sample=${SAMPLE:-16}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-python3 - "$root/tests/analyze/fixtures/torch2_gloo_slow_forward" "$out" "$megabytes" "$ranks" <<'PY'
-import gzip, json, re, sys
-fixtures, out, megabytes, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-step = re.compile(r"ProfilerStep#(\d+)")
-def grow(source, target):
-    trace = json.load(gzip.open(source))
-    events = trace.pop("traceEvents")
-    trace["distributedInfo"].pop("rank")  # the file's name says it
-    trace["distributedInfo"]["world_size"] = ranks
-    timed = [e for e in events if "ts" in e]
-    span = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed)
-    steps = len({e["name"] for e in events if step.fullmatch(e.get("name", ""))})
-    with open(target, "w") as f:
-        head = json.dumps(trace)
-        f.write(head[:-1] + ', "traceEvents": [\n')
-        copy, first = 0, True
-        while f.tell() < megabytes * 1_000_000:
-            for e in events:
-                e = dict(e)
-                if "ts" in e:
-                    e["ts"] = e["ts"] + copy * span
-                m = step.fullmatch(e.get("name", ""))
-                if m:
-                    e["name"] = f"ProfilerStep#{int(m.group(1)) + steps * copy}"
-                f.write(("" if first else ",\n") + json.dumps(e))
-                first = False
-            copy += 1
-        f.write("\n]}\n")
-grow(f"{fixtures}/rank0.pt.trace.json.gz", f"{out}/normal.json")
-grow(f"{fixtures}/rank1.pt.trace.json.gz", f"{out}/slow.json")
-PY
+fixture="$root/tests/analyze/fixtures/torch2_gloo_slow_forward"
+python3 "$root/bench/repeat_trace.py" "$fixture/rank0.pt.trace.json.gz" "$out/normal.json" "$megabytes" --world "$ranks"
+python3 "$root/bench/repeat_trace.py" "$fixture/rank1.pt.trace.json.gz" "$out/slow.json" "$megabytes" --world "$ranks"
 mkdir "$out/job"
 for ((r = 0; r < ranks; r++)); do
   ln "$out/$([[ $r == "$straggler" ]] && echo slow || echo normal).json" "$out/job/rank$r.pt.trace.json"

@@ -16,35 +16,8 @@ megabytes=${1:-300}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-python3 - "$root/tests/analyze/fixtures/nccl_parser_config_nccl_data.json.gz" "$out/big.json" "$megabytes" \
-  "${LAYOUT:-compact}" <<'PY'
-import gzip, json, re, sys
-source, target, megabytes, layout = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-indent = 4 if layout == "kineto" else None
-trace = json.load(gzip.open(source))
-events = trace.pop("traceEvents")
-span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e["ts"] for e in events if "ts" in e)
-step = re.compile(r"ProfilerStep#(\d+)")
-with open(target, "w") as f:
-    head = json.dumps(trace)
-    f.write(head[:-1] + ', "traceEvents": [\n')
-    copy, first = 0, True
-    while f.tell() < megabytes * 1_000_000:
-        for e in events:
-            e = dict(e)
-            if "ts" in e:
-                e["ts"] = e["ts"] + copy * span
-            m = step.fullmatch(e.get("name", ""))
-            if m:
-                e["name"] = f"ProfilerStep#{int(m.group(1)) + 3 * copy}"
-            text = json.dumps(e, indent=indent)
-            if indent:
-                text = "  " + text.replace("\n", "\n  ")
-            f.write(("" if first else ",\n") + text)
-            first = False
-        copy += 1
-    f.write("\n]}\n")
-PY
+python3 "$root/bench/repeat_trace.py" "$root/tests/analyze/fixtures/nccl_parser_config_nccl_data.json.gz" \
+  "$out/big.json" "$megabytes" $([[ "${LAYOUT:-compact}" == kineto ]] && echo --kineto-layout)
 gzip -k -1 "$out/big.json"
 size_mb=$(($(stat -c %s "$out/big.json") / 1000000))
 gz_mb=$(($(stat -c %s "$out/big.json.gz") / 1000000))

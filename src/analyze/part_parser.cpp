@@ -1,5 +1,7 @@
 #include "analyze/part_parser.h"
 
+#include <cstring>
+
 #include "analyze/trace_fields.h"
 #include "analyze/trace_reader.h"
 
@@ -21,6 +23,28 @@ std::string_view plain_integer(std::string_view token) {
     if (c < '0' || c > '9') return {};
   }
   return token;
+}
+
+// A string value's text, not copied where it has no escape. Its token runs from its opening
+// quote to the next structural character: the closing quote and any blanks after it.
+std::string_view text_of(od::value& v) {
+  std::string_view token = v.raw_json_token();
+  while (token.back() != '"') token.remove_suffix(1);
+  const std::string_view inner = token.substr(1, token.size() - 2);
+  if (std::memchr(inner.data(), '\\', inner.size()) == nullptr) return inner;
+  return v.get_string().value();
+}
+
+// Calls visit(field) on each field of `object`, by reference: a copy of simdjson's field, made
+// just after the stores that built it, stalls on them (store forwarding fails), and that was a
+// third of the walk.
+template <typename Visit>
+void for_each_field(od::object object, Visit&& visit) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    simdjson::simdjson_result<od::field> field = *it;
+    if (field.error() != simdjson::SUCCESS) throw simdjson::simdjson_error(field.error());
+    visit(field.value_unsafe());
+  }
 }
 
 // Reads one part, the walk of TraceHandler (trace_reader.cpp) over simdjson's values. Every
@@ -56,7 +80,20 @@ class PartWalk {
   static bool is_text(od::value& v) { return v.type() == od::json_type::string; }
   static bool is(od::value& v, od::json_type type) { return v.type() == type; }
 
-  static Field key_of(od::field& f) { return field_of(f.unescaped_key().value()); }
+  // A field's key, read in place: its raw bytes end at the quote before the colon before the
+  // value. Decoded only where it holds an escape (and names no field as it stands).
+  static Field key_of(od::field& f) {
+    const char* end = f.value().raw_json_token().data();
+    while (*--end != ':') {
+    }
+    while (*--end != '"') {
+    }
+    const char* begin = f.key().raw();
+    const std::string_view raw(begin, static_cast<std::size_t>(end - begin));
+    const Field field = field_of(raw);
+    if (field != Field::kNone || std::memchr(raw.data(), '\\', raw.size()) == nullptr) return field;
+    return field_of(f.unescaped_key().value());
+  }
 
   // A value the analysis does not use, checked as JSON (the one pass refuses what is not),
   // `open` containers around it: nesting deeper than kMaxJsonDepth is refused as there.
@@ -79,7 +116,7 @@ class PartWalk {
         (void)v.get_number().value();
         break;
       case od::json_type::string:
-        (void)v.get_string().value();
+        (void)text_of(v);
         break;
       case od::json_type::boolean:
         (void)v.get_bool().value();
@@ -109,7 +146,7 @@ class PartWalk {
         for (od::field f : v.get_object()) {
           od::value value = f.value();
           if (key_of(f) == Field::kProducer && is_text(value)) {
-            producer_text(value.get_string().value(), out_);
+            producer_text(text_of(value), out_);
           } else {
             validate(value, 2);
           }
@@ -117,7 +154,7 @@ class PartWalk {
         return true;
       case Field::kHostName:
         if (!is_text(v)) return false;
-        out_.host_name = std::string(v.get_string().value());
+        out_.host_name = std::string(text_of(v));
         return true;
       case Field::kBaseTime: {
         if (!is_number(v)) return false;
@@ -136,7 +173,7 @@ class PartWalk {
       return true;
     }
     if (is_text(v)) {
-      distributed_text(key, v.get_string().value(), out_);
+      distributed_text(key, text_of(v), out_);
       return true;
     }
     return false;
@@ -157,10 +194,9 @@ class PartWalk {
 
   void event(od::object object) {
     e_.clear();
-    for (od::field f : object) {
-      od::value v = f.value();
-      if (!event_field(key_of(f), v)) validate(v, events_open_ + 1);
-    }
+    for_each_field(object, [&](od::field& f) {
+      if (!event_field(key_of(f), f.value())) validate(f.value(), events_open_ + 1);
+    });
     if (TraceEvent t; maker_.make(e_, t)) events_.push_back(t);
   }
 
@@ -182,10 +218,9 @@ class PartWalk {
         return scalar_text(v, e_.tid);
       case Field::kArgs:
         if (!is(v, od::json_type::object)) return false;
-        for (od::field f : v.get_object()) {
-          od::value value = f.value();
-          if (!arg(key_of(f), value)) validate(value, events_open_ + 2);
-        }
+        for_each_field(v.get_object(), [&](od::field& f) {
+          if (!arg(key_of(f), f.value())) validate(f.value(), events_open_ + 2);
+        });
         return true;
       default:
         return false;
@@ -217,8 +252,8 @@ class PartWalk {
       case Field::kInputType:
         if (!is(v, od::json_type::array)) return false;
         for (od::value element : v.get_array()) {
-          if (e_.input_type.empty() && is_text(element)) {
-            e_.input_type.assign(element.get_string().value());
+          if (e_.input_type.text.empty() && is_text(element)) {
+            e_.input_type.view(text_of(element));
           } else {
             validate(element, events_open_ + 3);
           }
@@ -244,9 +279,11 @@ class PartWalk {
     return true;
   }
 
-  static bool text(od::value& v, std::string& out) {
+  // Views of the part's text (or of simdjson's, where a string was decoded): both stay put
+  // while the part is read.
+  static bool text(od::value& v, FieldText& out) {
     if (!is_text(v)) return false;
-    out.assign(v.get_string().value());
+    out.view(text_of(v));
     return true;
   }
 
@@ -258,22 +295,22 @@ class PartWalk {
 
   // pid, tid and process groups: text, or a number written as text; true, false and null
   // empty it; an object or array leaves it as it was, as the one pass does.
-  static bool scalar_text(od::value& v, std::string& out) {
+  static bool scalar_text(od::value& v, FieldText& out) {
     switch (v.type()) {
       case od::json_type::string:
-        out.assign(v.get_string().value());
+        out.view(text_of(v));
         return true;
       case od::json_type::number:
         if (const std::string_view digits = plain_integer(v.raw_json_token()); !digits.empty()) {
-          out.assign(digits);
+          out.view(digits);
         } else {
-          write_number_text(v.get_double(), out);
+          out.number(v.get_double());
         }
         return true;
       case od::json_type::boolean:
       case od::json_type::null:
         validate(v, 0);  // a scalar: no nesting
-        out.clear();
+        out.text = {};
         return true;
       default:
         return false;

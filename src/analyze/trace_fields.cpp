@@ -38,12 +38,12 @@ int64_t element_bytes(std::string_view dtype) {
   return 0;
 }
 
-int64_t pid_number(const std::string& pid) {
+int64_t pid_number(std::string_view pid) {
   if (pid.empty() || pid.size() > 18) return -1;
   for (char c : pid) {
     if (c < '0' || c > '9') return -1;
   }
-  return std::stoll(pid);
+  return std::stoll(std::string(pid));
 }
 
 // `key`, whose length is the text's (field_of switches on it), is the text: a compare of a
@@ -112,16 +112,23 @@ void write_number_text(double number, std::string& out) {
 }
 
 void EventFields::clear() {
-  for (std::string* s : {&name, &category, &phase, &pid, &tid, &collective_dtype, &input_type, &process_group}) {
-    s->clear();
-  }
+  // One store each: a loop or a chain of assignments here made GCC load back what it had just
+  // stored, a stall on every event.
+  name.text = {};
+  category.text = {};
+  phase.text = {};
+  pid.text = {};
+  tid.text = {};
+  collective_dtype.text = {};
+  input_type.text = {};
+  process_group.text = {};
   ts = dur = NAN;
   nelems = bytes = dims_product = -1;
   correlation = -1;
   first_dims_done = false;
 }
 
-uint32_t EventMaker::thread_of(const std::string& pid, const std::string& tid) {
+uint32_t EventMaker::thread_of(std::string_view pid, std::string_view tid) {
   if (last_thread_ != 0 && pid == last_pid_ && tid == last_tid_) return last_thread_;
   const std::size_t threads = file_.threads.size();
   thread_key_.assign(pid).append("/").append(tid);
@@ -132,7 +139,7 @@ uint32_t EventMaker::thread_of(const std::string& pid, const std::string& tid) {
   return last_thread_;
 }
 
-EventKind EventMaker::kind_of(const std::string& category) {
+EventKind EventMaker::kind_of(std::string_view category) {
   if (category != last_category_) {
     last_category_ = category;
     last_kind_ = kind_of_category(category);
@@ -141,8 +148,8 @@ EventKind EventMaker::kind_of(const std::string& category) {
 }
 
 bool EventMaker::make(const EventFields& e, TraceEvent& out) {
-  if (e.phase != "X" || e.name.empty() || !std::isfinite(e.ts) || !std::isfinite(e.dur) || e.dur < 0) return false;
-  const EventKind kind = kind_of(e.category);
+  if (e.phase.text != "X" || e.name.text.empty() || !std::isfinite(e.ts) || !std::isfinite(e.dur) || e.dur < 0) return false;
+  const EventKind kind = kind_of(e.category.text);
   if (kind == EventKind::kOther) return false;
   // Microseconds (Chrome's trace format) to integer nanoseconds; a start plus a duration must fit
   // int64 (beyond 126 years is no time).
@@ -150,16 +157,16 @@ bool EventMaker::make(const EventFields& e, TraceEvent& out) {
   out = TraceEvent{};
   out.start_ns = std::llround(e.ts * 1e3);
   out.duration_ns = std::llround(e.dur * 1e3);
-  out.name = file_.names.intern(e.name);
-  out.thread = thread_of(e.pid, e.tid);
+  out.name = file_.names.intern(e.name.text);
+  out.thread = thread_of(e.pid.text, e.tid.text);
   out.kind = kind;
   double bytes = e.bytes;
-  if (bytes < 0 && e.nelems >= 0) bytes = e.nelems * static_cast<double>(element_bytes(e.collective_dtype));
-  if (bytes < 0 && e.dims_product >= 0 && !e.input_type.empty()) {
-    bytes = e.dims_product * static_cast<double>(element_bytes(e.input_type));
+  if (bytes < 0 && e.nelems >= 0) bytes = e.nelems * static_cast<double>(element_bytes(e.collective_dtype.text));
+  if (bytes < 0 && e.dims_product >= 0 && !e.input_type.text.empty()) {
+    bytes = e.dims_product * static_cast<double>(element_bytes(e.input_type.text));
   }
   out.bytes = bytes > 0 && bytes < 9e18 ? static_cast<int64_t>(bytes) : -1;
-  if (!e.process_group.empty()) out.process_group = file_.names.intern(e.process_group);
+  if (!e.process_group.text.empty()) out.process_group = file_.names.intern(e.process_group.text);
   out.correlation = e.correlation;
   return true;
 }

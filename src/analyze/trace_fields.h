@@ -47,9 +47,26 @@ Field field_of(std::string_view key);
 // writes a double. Into `out`, reusing its storage.
 void write_number_text(double number, std::string& out);
 
-// The event being read; its strings keep their storage from one event to the next.
+// One text field of the event being read: a view of the parser's text where that stays put
+// until the event is made (simdjson's parts), else of a copy kept here, whose storage serves
+// one event after another.
+struct FieldText {
+  std::string_view text;
+  std::string copy;
+  void view(std::string_view s) { text = s; }
+  void keep(std::string_view s) {
+    copy.assign(s);
+    text = copy;
+  }
+  void number(double v) {
+    write_number_text(v, copy);
+    text = copy;
+  }
+};
+
+// The event being read.
 struct EventFields {
-  std::string name, category, phase, pid, tid, collective_dtype, input_type, process_group;
+  FieldText name, category, phase, pid, tid, collective_dtype, input_type, process_group;
   double ts = NAN, dur = NAN;
   double nelems = -1, bytes = -1, dims_product = -1;
   int64_t correlation = -1;
@@ -67,8 +84,8 @@ class EventMaker {
   bool make(const EventFields& e, TraceEvent& out);
 
  private:
-  uint32_t thread_of(const std::string& pid, const std::string& tid);
-  EventKind kind_of(const std::string& category);
+  uint32_t thread_of(std::string_view pid, std::string_view tid);
+  EventKind kind_of(std::string_view category);
 
   TraceFile& file_;
   std::string thread_key_;  // "pid/tid", built in place

@@ -72,15 +72,15 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
     std::string_view text;
     static Value of_number(double v) { return {true, false, v, {}}; }
     static Value of_text(std::string_view t) { return {false, true, 0, t}; }
-    // pid and tid are numbers in Kineto and may be text in the legacy format. Into `out`,
-    // reusing its storage (one event after another).
-    void write_text(std::string& out) const {
+    // pid and tid are numbers in Kineto and may be text in the legacy format. Copied: the
+    // parser's text is gone after this value.
+    void write_text(FieldText& out) const {
       if (is_text) {
-        out.assign(text);
+        out.keep(text);
       } else if (is_number) {
-        write_number_text(number, out);
+        out.number(number);
       } else {
-        out.clear();
+        out.text = {};
       }
     }
   };
@@ -166,7 +166,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         if (v.is_number) event_.dims_product *= v.number;
         break;
       case Where::kTypes:
-        if (v.is_text && event_.input_type.empty()) event_.input_type = std::string(v.text);
+        if (v.is_text && event_.input_type.text.empty()) event_.input_type.keep(v.text);
         break;
       case Where::kDistributed:
         if (v.is_number) distributed_number(key_, v.number, out_);
@@ -184,13 +184,13 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
   void event_field(const Value& v) {
     switch (key_) {
       case Field::kName:
-        if (v.is_text) event_.name.assign(v.text);
+        if (v.is_text) event_.name.keep(v.text);
         break;
       case Field::kCat:
-        if (v.is_text) event_.category.assign(v.text);
+        if (v.is_text) event_.category.keep(v.text);
         break;
       case Field::kPh:
-        if (v.is_text) event_.phase.assign(v.text);
+        if (v.is_text) event_.phase.keep(v.text);
         break;
       case Field::kTs:
         if (v.is_number) event_.ts = v.number;
@@ -215,7 +215,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         if (v.is_number) event_.nelems = v.number;
         break;
       case Field::kDtype:
-        if (v.is_text) event_.collective_dtype.assign(v.text);
+        if (v.is_text) event_.collective_dtype.keep(v.text);
         break;
       case Field::kProcessGroup:
         v.write_text(event_.process_group);

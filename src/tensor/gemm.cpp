@@ -10,6 +10,10 @@
 #include "base/check.h"
 #include "ddpscope/error.h"
 
+// OpenBLAS's own shutdown of its thread pool (what it runs before a fork); weak, so that a BLAS
+// without a pool (OpenBLAS built for OpenMP, or serial) leaves it null.
+extern "C" int blas_thread_shutdown_() __attribute__((weak));  // NOLINT(readability-identifier-naming)
+
 namespace ddp {
 
 namespace {
@@ -126,6 +130,10 @@ void set_gemm_threads(int threads) {
   // oneDNN runs on OpenMP. omp_set_num_threads sets the calling thread's team size, so call
   // this from the thread that will run the GEMMs.
   omp_set_num_threads(threads);
+}
+
+void stop_idle_gemm_threads() {
+  if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
 }
 
 }  // namespace ddp

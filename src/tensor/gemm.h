@@ -28,4 +28,9 @@ void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int
 // Threads every BLAS may use in this process (one per device by default).
 void set_gemm_threads(int threads);
 
+// OpenBLAS starts its threads when the program loads, and each spins about a tenth of a second
+// waiting for work, taking a core from whatever the program does first (a trace read runs on
+// every core). This stops them; the first GEMM that uses threads starts them again.
+void stop_idle_gemm_threads();
+
 }  // namespace ddp

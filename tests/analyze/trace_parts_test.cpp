@@ -216,5 +216,30 @@ TEST(TraceParts, WhatTheAnalysisDoesNotReadIsCheckedAsTheOnePassChecksIt) {
   }
 }
 
+// Keys and strings are read where they stand in the text; one that holds an escape is decoded
+// (and checked) as the one pass decodes it, a key that decodes to one the analysis reads included.
+TEST(TraceParts, KeysAndStringsWithEscapesAreDecodedAsInOnePass) {
+  const auto dir = fresh_dir("trace_parts_escapes");
+  const auto events = [](const std::string& event) { return R"({"traceEvents": [)" + event + "]}"; };
+  for (const auto& [text, readable] : std::vector<std::pair<std::string, bool>>{
+           {events(R"({"ph": "X", "na\u006de": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1})"), true},
+           {events(R"({"ph": "X", "name": "a\"b\\c\u00e9", "pid": "p\/1", "tid": 1, "ts": 1, "dur": 1})"), true},
+           {events(R"({"ph"  :  "X" , "name" :"op"	,"pid":1,"tid":1,"ts":1,"dur":1 , "cat" : "cpu_op" })"), true},
+           {events(R"({"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "z\q": 1})"), false},
+           {events(R"({"ph": "X", "name": "op\q", "pid": 1, "tid": 1, "ts": 1, "dur": 1})"), false}}) {
+    SCOPED_TRACE(text);
+    const std::string path = write(dir / "t.json", text).string();
+    std::optional<TraceFile> parts = read_trace_in_parts(path, 64);
+    EXPECT_EQ(parts.has_value(), readable);
+    if (readable && parts) {
+      TraceFile one_pass = read_trace_text(text, path);
+      ASSERT_GE(one_pass.names.size(), 2U);
+      expect_same(*parts, one_pass);
+    } else {
+      EXPECT_THROW(read_trace_text(text, path), DataError);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ddp

@@ -10,19 +10,37 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
+bool is_blank(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 // An integer as JSON writes it and write_number_text would write it again (no sign of zero,
 // no leading zero, fewer than 16 digits), or empty: pids and tids are copied, not converted.
 std::string_view plain_integer(std::string_view token) {
-  while (!token.empty() &&
-         (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
-    token.remove_suffix(1);
-  }
+  while (!token.empty() && is_blank(token.back())) token.remove_suffix(1);
   const std::string_view digits = token.starts_with('-') ? token.substr(1) : token;
   if (digits.empty() || digits.size() > 15 || (digits[0] == '0' && (digits.size() > 1 || token.size() > 1))) return {};
   for (char c : digits) {
     if (c < '0' || c > '9') return {};
   }
   return token;
+}
+
+// True where a number's token (it runs to the next structural character) is in JSON's grammar
+// without an exponent, at most 18 digits before any point (so in range for every parser),
+// and only blanks follow: checked without converting it. False says only that simdjson must
+// parse it to tell.
+bool is_plain_number(std::string_view token) {
+  std::size_t i = token.starts_with('-') ? 1 : 0;
+  const std::size_t first = i;
+  while (i < token.size() && token[i] >= '0' && token[i] <= '9') ++i;
+  const std::size_t digits = i - first;
+  if (digits == 0 || digits > 18 || (token[first] == '0' && digits > 1)) return false;
+  if (i < token.size() && token[i] == '.') {
+    const std::size_t fraction = ++i;
+    while (i < token.size() && token[i] >= '0' && token[i] <= '9') ++i;
+    if (i == fraction) return false;
+  }
+  while (i < token.size() && is_blank(token[i])) ++i;
+  return i == token.size();
 }
 
 // A string value's text, not copied where it has no escape. Its token runs from its opening
@@ -104,16 +122,16 @@ class PartWalk {
     }
     switch (type) {
       case od::json_type::object:
-        for (od::field f : v.get_object()) {
-          (void)f.unescaped_key().value();
+        for_each_field(v.get_object(), [&](od::field& f) {
+          (void)key_of(f);
           validate(f.value(), open + 1);
-        }
+        });
         break;
       case od::json_type::array:
         for (od::value e : v.get_array()) validate(e, open + 1);
         break;
       case od::json_type::number:
-        (void)v.get_number().value();
+        if (!is_plain_number(v.raw_json_token())) (void)v.get_number().value();
         break;
       case od::json_type::string:
         (void)text_of(v);

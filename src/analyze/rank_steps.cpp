@@ -404,12 +404,11 @@ class RepeatFilter {
       few_.clear();
       if (!many_.empty()) many_ = {};  // clear() costs every bucket: after a crowded moment, start afresh
     }
-    const Key key{
-        e.duration_ns, e.bytes, e.correlation, e.name, e.thread, e.process_group, static_cast<uint8_t>(e.kind)};
+    const Key key = key_of(e);
     // A few events start together, looked through in a list; a crowd (a hostile file) is hashed.
     bool repeated = std::find(few_.begin(), few_.end(), key) != few_.end();
     if (!repeated && few_.size() < kFew) {
-      few_.push_back(key);
+      few_.push_back(key_of(e));  // not `key`: a copy of what was just stored stalls on the stores
     } else if (!repeated) {
       repeated = !many_.insert(key).second;
     }
@@ -421,6 +420,9 @@ class RepeatFilter {
  private:
   static constexpr std::size_t kFew = 16;
   using Key = std::tuple<int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t, uint8_t>;
+  static Key key_of(const TraceEvent& e) {
+    return {e.duration_ns, e.bytes, e.correlation, e.name, e.thread, e.process_group, static_cast<uint8_t>(e.kind)};
+  }
   struct Hash {
     std::size_t operator()(const Key& k) const {
       std::size_t h = 0;

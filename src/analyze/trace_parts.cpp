@@ -171,11 +171,11 @@ std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_
     const std::size_t length = text->length;
     text->append(std::string(PartParser::kPadding, ' '));  // what simdjson may read past the end
     text->length = length;
+    std::optional<ParsedPart> done;
     if (parsing.size() >= workers) {
-      std::optional<ParsedPart> done = parsing.front().get();
+      done = parsing.front().get();
       parsing.pop_front();
       if (!done) return std::nullopt;
-      join(out, *done);
     }
     parsing.push_back(
         std::async(std::launch::async, [&texts, &parsers, text = std::move(text), cut_after = !ended]() mutable {
@@ -185,6 +185,9 @@ std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_
           texts.give(std::move(text));
           return part;
         }));
+    // Joined once the next part parses: the run it may fill is sorted and spilled while
+    // `workers` parts keep the cores busy.
+    if (done) join(out, *done);
     first = false;
   }
   for (auto& next : parsing) {

@@ -44,13 +44,16 @@ bool is_plain_number(std::string_view token) {
 }
 
 // A string value's text, not copied where it has no escape. Its token runs from its opening
-// quote to the next structural character: the closing quote and any blanks after it.
+// quote to the next structural character: the closing quote and any blanks after it. Either
+// way the value is taken (a string left untaken before a colon would be skipped as a key,
+// what follows it unchecked).
 std::string_view text_of(od::value& v) {
   std::string_view token = v.raw_json_token();
   while (token.back() != '"') token.remove_suffix(1);
   const std::string_view inner = token.substr(1, token.size() - 2);
-  if (std::memchr(inner.data(), '\\', inner.size()) == nullptr) return inner;
-  return v.get_string().value();
+  if (std::memchr(inner.data(), '\\', inner.size()) != nullptr) return v.get_string().value();
+  (void)v.get_raw_json_string().value();
+  return inner;
 }
 
 // Calls visit(field) on each field of `object`, by reference: a copy of simdjson's field, made
@@ -256,7 +259,7 @@ class PartWalk {
       case Field::kCorrelation: {
         double correlation = 0;
         if (!number(v, correlation)) return false;
-        e_.correlation = static_cast<int64_t>(correlation);
+        e_.set_correlation(correlation);
         return true;
       }
       case Field::kBytes:
@@ -346,19 +349,21 @@ class PartWalk {
 
 PartParser::PartParser() : parser_(kMostPartBytes) {}
 
-std::optional<ParsedPart> PartParser::parse(const std::string& text, std::size_t length, bool cut_after) {
-  if (text.size() < length + kPadding) return std::nullopt;
+std::optional<ParsedPart> PartParser::parse(std::string_view padded, std::size_t length, bool cut_after) {
+  if (padded.size() < length + kPadding) return std::nullopt;
   ParsedPart out;
   try {
     if (length > kMostPartBytes ||
         (parser_.capacity() < length && parser_.allocate(length, kMaxJsonDepth) != simdjson::SUCCESS)) {
       return std::nullopt;
     }
-    od::document doc = parser_.iterate(simdjson::padded_string_view(text.data(), length, text.size()));
+    od::document doc = parser_.iterate(simdjson::padded_string_view(padded.data(), length, padded.size()));
     PartWalk walk(out);
     walk.document(doc);
     if (!walk.saw_events || (cut_after && !walk.ends_with_null)) return std::nullopt;
   } catch (const simdjson::simdjson_error&) {
+    return std::nullopt;
+  } catch (const std::bad_alloc&) {  // the one pass reports it
     return std::nullopt;
   }
   return out;

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyze/trace_file.h"
@@ -30,12 +31,12 @@ class PartParser {
 
   PartParser();
 
-  // `text` holds the part and at least kPadding bytes after `length`. nullopt where it is not
+  // `padded` holds the part's `length` bytes and at least kPadding more. nullopt where it is not
   // valid JSON (as far as it is read: values the analysis does not use are skipped by their
   // structure), nests deeper than kMaxJsonDepth, or, when `cut_after` (it ends with the
   // closing null of trace_parts.h), was not cut between two events: the one pass then says
   // what is wrong.
-  std::optional<ParsedPart> parse(const std::string& text, std::size_t length, bool cut_after);
+  std::optional<ParsedPart> parse(std::string_view padded, std::size_t length, bool cut_after);
 
  private:
   simdjson::ondemand::parser parser_;

@@ -70,6 +70,8 @@ struct EventFields {
   double ts = NAN, dur = NAN;
   double nelems = -1, bytes = -1, dims_product = -1;
   int64_t correlation = -1;
+  // Kineto's correlation id, as a JSON number; one no int64 holds is none.
+  void set_correlation(double id) { correlation = std::fabs(id) < 9e18 ? static_cast<int64_t>(id) : -1; }
   bool first_dims_done = false;
   void clear();
 };

@@ -1,73 +1,18 @@
 #include "analyze/trace_parts.h"
 
 #include <algorithm>
-#include <deque>
-#include <future>
-#include <memory>
+#include <condition_variable>
+#include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "analyze/part_parser.h"
-#include "analyze/trace_stream.h"
+#include "analyze/part_sources.h"
 
 namespace ddp {
 namespace {
-
-// A part that finds no place to cut reads on up to this, then the file is read in one pass.
-constexpr std::size_t kLongestPart = std::size_t{32} << 20;
-// After a part's text: the closing (trace_parts.h) and simdjson's padding.
-constexpr std::size_t kClosingRoom = 8 + PartParser::kPadding;
-
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-// Things reused from one part to the next (parsers with their buffers, the parts' texts),
-// taken by whichever thread needs one: as many exist as parts are in flight at once.
-template <typename T>
-class Reusable {
- public:
-  std::unique_ptr<T> take() {
-    std::lock_guard lock(mutex_);
-    if (free_.empty()) return std::make_unique<T>();
-    std::unique_ptr<T> t = std::move(free_.back());
-    free_.pop_back();
-    return t;
-  }
-  void give(std::unique_ptr<T> t) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(std::move(t));
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<T>> free_;
-};
-
-// A part's text, its bytes reused from one part to the next: `bytes` only grows (growing
-// writes zeros; a part's length is `length`), so a reused buffer is never written twice.
-struct PartText {
-  std::string bytes;
-  std::size_t length = 0;
-  void resize(std::size_t n) {
-    if (bytes.size() < n) bytes.resize(n);
-    length = n;
-  }
-  char* data() { return bytes.data(); }
-  std::string_view view() const { return {bytes.data(), length}; }
-  void append(std::string_view more) {
-    const std::size_t at = length;
-    resize(length + more.size());
-    std::copy(more.begin(), more.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at));
-  }
-};
-
-std::optional<ParsedPart> parse_part(PartParser& parser, const PartText& text, bool cut_after) {
-  try {
-    return parser.parse(text.bytes, text.length, cut_after);
-  } catch (...) {  // out of memory: the one pass reports it
-    return std::nullopt;
-  }
-}
 
 // The part's events into `out` after those before it, its names and threads re-numbered as one
 // pass would have numbered them (each new one in the order it first appears).
@@ -95,106 +40,146 @@ void join(TraceFile& out, ParsedPart& part) {
   if (!said.backend.empty()) out.distributed.backend = said.backend;
 }
 
-}  // namespace
+// A part as its thread left it: parsed, or why not (no exception: read the file in one pass).
+struct PartResult {
+  std::optional<ParsedPart> parsed;
+  double read_share = 0;
+  std::exception_ptr error;
+};
 
-std::size_t last_cut(std::string_view text) {
-  const auto blanks_before = [&](std::size_t i, bool lines) {
-    while (i > 0 && (is_blank(text[i - 1]) || (lines && text[i - 1] == '\n'))) --i;
-    return i;
-  };
-  std::size_t same_line = std::string_view::npos;
-  for (std::size_t open = text.rfind('{'); open != std::string_view::npos && open > 0;
-       open = text.rfind('{', open - 1)) {
-    const std::size_t i = blanks_before(open, false);
-    if (i > 0 && text[i - 1] == '\n') {
-      const std::size_t comma = blanks_before(i - 1, true);
-      if (comma > 0 && text[comma - 1] == ',') return open;
-    } else if (same_line == std::string_view::npos && i > 1 && text[i - 1] == ',') {
-      const std::size_t close = blanks_before(i - 1, false);
-      if (close > 0 && text[close - 1] == '}') same_line = open;
+// Every thread takes the next part, reads and parses it, and leaves it to be joined; whichever
+// thread finds the next part in the file's order done joins it, and those after it that are
+// done. So no thread waits on another's join (a run of events sorted and spilled) while there is
+// a part to parse, and at most `window` parts are held, parsed or being parsed.
+class PartReader {
+ public:
+  PartReader(PartSource& source, TraceFile& out, const std::function<void(double)>& progress, std::size_t threads)
+      : source_(source), out_(out), progress_(progress), threads_(threads), window_(2 * threads) {}
+
+  // False where a part failed to parse (or found no place to cut): read the file in one pass.
+  // Rethrows what a part threw, the first in the file's order.
+  bool run() {
+    std::vector<std::thread> others;
+    for (std::size_t t = 1; t < threads_; ++t) others.emplace_back([this] { work(); });
+    work();
+    for (std::thread& t : others) t.join();
+    join_ready();
+    if (error_) std::rethrow_exception(error_);
+    return !failed_;
+  }
+
+ private:
+  void work() {
+    PartParser parser;
+    PartText text;
+    while (take_a_place()) {
+      Part part;
+      PartResult result;
+      try {
+        if (!source_.next(part, text)) {
+          give_back_a_place();
+          return;
+        }
+        // An empty part: its bytes are the part's before (no place to cut between them).
+        result.parsed = text.length == 0 ? ParsedPart{} : parser.parse(text.padded(), text.length, part.cut_after);
+        result.read_share = part.read_share;
+      } catch (const NoPlaceToCut&) {
+      } catch (...) {
+        result.error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(mutex_);
+        done_.emplace(part.index, std::move(result));
+      }
+      join_ready();
     }
   }
-  return same_line;
-}
+
+  bool take_a_place() {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return stopped_ || held_ < window_; });
+    if (stopped_) return false;
+    ++held_;
+    return true;
+  }
+
+  void give_back_a_place() {
+    std::lock_guard lock(mutex_);
+    --held_;
+    room_.notify_all();
+  }
+
+  // Joins the parts done in the file's order from the next one on, unless another thread is at
+  // it; checks again after letting go, so that a part left while it joined is not left behind.
+  void join_ready() {
+    while (true) {
+      {
+        std::unique_lock joining(join_mutex_, std::try_to_lock);
+        if (!joining) return;
+        while (std::optional<PartResult> next = take_next()) join_one(*next);
+      }
+      std::lock_guard lock(mutex_);
+      if (stopped_ || !done_.contains(next_join_)) return;
+    }
+  }
+
+  std::optional<PartResult> take_next() {
+    std::lock_guard lock(mutex_);
+    const auto found = done_.find(next_join_);
+    if (stopped_ || found == done_.end()) return std::nullopt;
+    PartResult result = std::move(found->second);
+    done_.erase(found);
+    return result;
+  }
+
+  void join_one(PartResult& result) {
+    bool ok = result.parsed.has_value() && !result.error;
+    if (ok) {
+      try {
+        join(out_, *result.parsed);
+        if (progress_ && result.read_share > 0) progress_(result.read_share);
+      } catch (...) {
+        result.error = std::current_exception();
+        ok = false;
+      }
+    }
+    std::lock_guard lock(mutex_);
+    ++next_join_;
+    --held_;
+    if (!ok) {
+      stopped_ = true;
+      failed_ = true;
+      error_ = result.error;
+    }
+    room_.notify_all();
+  }
+
+  PartSource& source_;
+  TraceFile& out_;
+  const std::function<void(double)>& progress_;
+  std::size_t threads_;
+  std::size_t window_;
+  std::mutex join_mutex_;  // held by the thread joining
+  std::mutex mutex_;       // what follows
+  std::condition_variable room_;
+  std::map<std::size_t, PartResult> done_;  // parts not joined yet, by index
+  std::size_t next_join_ = 0;
+  std::size_t held_ = 0;  // parts taken and not joined
+  bool stopped_ = false;
+  bool failed_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace
 
 std::optional<TraceFile> read_trace_in_parts(const std::string& path, std::size_t part_bytes,
                                              const std::function<void(double)>& progress, std::size_t threads) {
-  TraceStream stream(path, progress);
-  const std::size_t workers = threads > 0 ? threads : std::clamp(std::thread::hardware_concurrency(), 1U, 8U);
-  // Before the parts in flight: those finish (their futures wait) before these go.
-  Reusable<PartText> texts;
-  Reusable<PartParser> parsers;
-  std::deque<std::future<std::optional<ParsedPart>>> parsing;
+  std::unique_ptr<PartSource> source = open_part_source(path, part_bytes, progress);
+  if (!source) return std::nullopt;
   TraceFile out;
   out.path = path;
-  bool first = true;
-  std::string_view opening, closing;  // before every part after the first, after every part but the last
-  std::string carry;                  // the file's bytes after the last cut
-  for (bool ended = false; !ended;) {
-    std::unique_ptr<PartText> text = texts.take();
-    text->resize(0);
-    if (!first) text->append(opening);
-    const std::size_t body = text->length;
-    text->append(carry);
-    const std::size_t have = text->length;
-    // Room for the closing and the parser's padding after the most this part can hold.
-    text->resize(have + part_bytes + kClosingRoom);
-    const std::size_t got = stream.read(text->data() + have, part_bytes);
-    text->resize(have + got);
-    ended = got < part_bytes;
-    if (opening.empty()) {
-      const std::string_view head = text->view();
-      const std::size_t start = head.find_first_not_of(" \t\r\n");
-      if (start == std::string::npos) return std::nullopt;
-      if (head[start] == '{') {
-        opening = R"({"traceEvents":[)";
-        closing = "null]}";
-      } else if (head[start] == '[') {
-        opening = "[";
-        closing = "null]";
-      } else {
-        return std::nullopt;
-      }
-    }
-    if (!ended) {
-      const std::size_t cut = last_cut(text->view().substr(body));
-      if (cut == std::string_view::npos) {
-        if (text->length - body > kLongestPart) return std::nullopt;
-        carry.assign(text->view().substr(body));  // the same part, longer
-        texts.give(std::move(text));
-        continue;
-      }
-      carry.assign(text->view().substr(body + cut));
-      text->resize(body + cut);
-      text->append(closing);
-    }
-    const std::size_t length = text->length;
-    text->append(std::string(PartParser::kPadding, ' '));  // what simdjson may read past the end
-    text->length = length;
-    std::optional<ParsedPart> done;
-    if (parsing.size() >= workers) {
-      done = parsing.front().get();
-      parsing.pop_front();
-      if (!done) return std::nullopt;
-    }
-    parsing.push_back(
-        std::async(std::launch::async, [&texts, &parsers, text = std::move(text), cut_after = !ended]() mutable {
-          std::unique_ptr<PartParser> parser = parsers.take();
-          std::optional<ParsedPart> part = parse_part(*parser, *text, cut_after);
-          parsers.give(std::move(parser));
-          texts.give(std::move(text));
-          return part;
-        }));
-    // Joined once the next part parses: the run it may fill is sorted and spilled while
-    // `workers` parts keep the cores busy.
-    if (done) join(out, *done);
-    first = false;
-  }
-  for (auto& next : parsing) {
-    std::optional<ParsedPart> done = next.get();
-    if (!done) return std::nullopt;
-    join(out, *done);
-  }
+  const std::size_t workers = threads > 0 ? threads : std::clamp(std::thread::hardware_concurrency(), 1U, 8U);
+  if (!PartReader(*source, out, progress, workers).run()) return std::nullopt;
   return out;
 }
 

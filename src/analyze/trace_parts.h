@@ -1,8 +1,8 @@
 #pragma once
-// A large trace file read in parts, one core per part: the text is cut where one event of the
-// events array ends and the next begins (last_cut), each part is made whole JSON by what
-// stands around it in the file (`{"traceEvents":[` before it, `null]}` after it) and parsed in
-// place on its own thread, and the parts' events join in the file's order. The closing null
+// A large trace file read in parts on every core: the text is cut where one event of the events
+// array ends and the next begins (part_sources.h), each part is made whole JSON by what stands
+// around it in the file (`{"traceEvents":[` before it, `null]}` after it) and parsed in place
+// by the thread that read it, and the parts' events join in the file's order. The closing null
 // proves that a part was cut between two events (it must land in the events array); where it
 // does not (a cut inside an event's arguments or a string), or a part is not valid JSON, or no
 // place to cut is found, the file is read again in one pass, which says what is wrong.
@@ -10,17 +10,10 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "analyze/trace_file.h"
 
 namespace ddp {
-
-// Where the next part may begin in `text`: the last `{` that opens a line after a line ending in
-// a comma (Kineto's layout: a line end is never inside a string), else the last `{` after `},`
-// on one line (PyTorch's legacy array is one line; a cut inside a string fails its part's
-// parse); npos where there is neither.
-std::size_t last_cut(std::string_view text);
 
 // The whole file in parts of about `part_bytes`, `threads` parsing at once (0: one per core, at
 // most 8); nullopt where it cannot be read so (then read it in one pass). Throws DataError where

@@ -221,7 +221,7 @@ class TraceHandler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Trac
         v.write_text(event_.process_group);
         break;
       case Field::kCorrelation:
-        if (v.is_number) event_.correlation = static_cast<int64_t>(v.number);
+        if (v.is_number) event_.set_correlation(v.number);
         break;
       case Field::kBytes:
         if (v.is_number) event_.bytes = v.number;

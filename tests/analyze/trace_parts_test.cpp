@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "analyze/part_sources.h"
 #include "analyze/trace_reader.h"
 #include "ddpscope/error.h"
 #include "support/run_command.h"
@@ -216,6 +217,31 @@ TEST(TraceParts, WhatTheAnalysisDoesNotReadIsCheckedAsTheOnePassChecksIt) {
   }
 }
 
+// A plain file's parts are read and cut each on its own: where no place to cut lies in the part
+// before a part's start (an event longer than a part), the part before reads on over it. Any
+// part size and any number of threads read what one pass reads.
+TEST(TraceParts, APlainFileReadsAlikeWhateverItsPartsAndThreads) {
+  const auto dir = fresh_dir("trace_parts_plain");
+  std::string text = "{\"traceEvents\": [\n";
+  for (int i = 0; i < 400; ++i) {
+    const std::size_t blob = i % 37 == 0 ? 9000 : static_cast<std::size_t>(i * 7 % 300);
+    text += (i ? ",\n" : "") + std::string(R"({"ph": "X", "cat": "cpu_op", "name": "op)") + std::to_string(i % 13) +
+            R"(", "pid": 1, "tid": )" + std::to_string(i % 3) + R"(, "ts": )" + std::to_string(1000 - i) +
+            R"(, "dur": 1, "args": {"blob": ")" + std::string(blob, 'x') + "\"}}";
+  }
+  text += "\n], \"distributedInfo\": {\"rank\": 1, \"world_size\": 2}}\n";
+  const fs::path path = write(dir / "plain.json", text);
+  TraceFile one_pass = read_trace_text(text, path.string());
+  for (const std::size_t part_bytes : {std::size_t{700}, std::size_t{4096}, std::size_t{50000}}) {
+    for (const std::size_t threads : {std::size_t{1}, std::size_t{3}}) {
+      SCOPED_TRACE(::testing::Message() << part_bytes << " bytes, " << threads << " threads");
+      std::optional<TraceFile> parts = read_trace_in_parts(path.string(), part_bytes, {}, threads);
+      ASSERT_TRUE(parts.has_value());
+      expect_same(*parts, one_pass);
+    }
+  }
+}
+
 // Keys and strings are read where they stand in the text; one that holds an escape is decoded
 // (and checked) as the one pass decodes it, a key that decodes to one the analysis reads included.
 TEST(TraceParts, KeysAndStringsWithEscapesAreDecodedAsInOnePass) {
@@ -226,7 +252,14 @@ TEST(TraceParts, KeysAndStringsWithEscapesAreDecodedAsInOnePass) {
            {events(R"({"ph": "X", "name": "a\"b\\c\u00e9", "pid": "p\/1", "tid": 1, "ts": 1, "dur": 1})"), true},
            {events(R"({"ph"  :  "X" , "name" :"op"	,"pid":1,"tid":1,"ts":1,"dur":1 , "cat" : "cpu_op" })"), true},
            {events(R"({"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "z\q": 1})"), false},
-           {events(R"({"ph": "X", "name": "op\q", "pid": 1, "tid": 1, "ts": 1, "dur": 1})"), false}}) {
+           {events(R"({"ph": "X", "name": "op\q", "pid": 1, "tid": 1, "ts": 1, "dur": 1})"), false},
+           // A correlation id no int64 holds: none.
+           {events(R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 1, "ts": 1, "dur": 1,)"
+                   R"( "args": {"correlation": -1e300}})"),
+            true},
+           // A string read in place and then a colon, in the events or in a value no one reads.
+           {events(R"({"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, "ts": 1)"), false},
+           {events(R"({"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "zz": ["a": 1]})"), false}}) {
     SCOPED_TRACE(text);
     const std::string path = write(dir / "t.json", text).string();
     std::optional<TraceFile> parts = read_trace_in_parts(path, 64);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -10,6 +12,7 @@
 #include <unordered_set>
 
 #include "analyze/spans.h"
+#include "base/serial_worker.h"
 #include "ddpscope/error.h"
 
 namespace ddp {
@@ -496,14 +499,21 @@ RankSteps find_steps(TraceFile& t) {
                    [&](std::size_t a, std::size_t b) { return plans[a].from < plans[b].from; });
   out.steps.resize(plans.size());
   StepMaker maker(t, found.thread, out.on_gpu);
+  // Steps are made on a thread of their own, in order, while this one reads on: a step's events
+  // go to it once the last of them is read (memory holds a few steps' events).
+  SerialWorker making(1);
   std::vector<TraceEvent> pending;
   RepeatFilter repeats;
   std::size_t next = 0;
   const auto make_next = [&] {
-    maker.make(plans[order[next]], pending, out.steps[order[next]], out);
-    if (++next == order.size()) return pending.clear();
-    const int64_t from = plans[order[next]].from;
-    std::erase_if(pending, [&](const TraceEvent& e) { return e.start_ns + e.duration_ns < from; });
+    const std::size_t step = order[next];
+    const int64_t from = ++next < order.size() ? plans[order[next]].from : INT64_MAX;
+    std::vector<TraceEvent> events;  // of this step that the next one needs too
+    std::copy_if(pending.begin(), pending.end(), std::back_inserter(events),
+                 [&](const TraceEvent& e) { return e.start_ns + e.duration_ns >= from; });
+    std::swap(events, pending);
+    pending.reserve(events.size());
+    making.give([&, step, events = std::move(events)] { maker.make(plans[step], events, out.steps[step], out); });
   };
   t.events.for_each([&](const TraceEvent& e) {
     if (repeats.seen_before(e)) return;
@@ -518,6 +528,7 @@ RankSteps find_steps(TraceFile& t) {
   });
   out.repeated_events = repeats.count();
   while (next < order.size()) make_next();
+  making.finish();
   std::sort(out.collectives.begin(), out.collectives.end(),
             [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
   return out;

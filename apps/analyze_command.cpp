@@ -19,6 +19,7 @@
 #include "log/run_dir.h"
 #include "script/device_count.h"
 #include "script/script_doctor.h"
+#include "tensor/gemm.h"
 #include "train/config/parse_value.h"
 
 namespace ddp {
@@ -203,6 +204,7 @@ void add_analyze_command(CLI::App& app, int argc, char** argv, const std::vector
       ->group("your command");
   options->command = command;
   analyze->callback([options, analyze, argc, argv] {
+    stop_idle_gemm_threads();  // analyze runs no GEMM: the reader has every core
     TraceAnalysis analysis =
         options->command.empty() ? analysis_of_traces(*options, *analyze) : analysis_of_command(*options, *analyze);
     analysis.result.command = shell_command({argv, argv + argc});

@@ -22,6 +22,7 @@
 #include "gpu/visible_gpus.h"
 #include "log/run_dir.h"
 #include "script/script_doctor.h"
+#include "tensor/gemm.h"
 #include "train/config/accelerator_check.h"
 #include "train/config/options.h"
 #include "train/config/parse_value.h"
@@ -154,6 +155,7 @@ constexpr std::array kScriptOptions = {"max-steps", "default-root-dir", "name", 
 
 // doctor -- COMMAND: the user's own command at each device count (script/script_doctor.h).
 int run_script(DoctorCommands& c, int argc, char** argv) {
+  stop_idle_gemm_threads();  // the user's command trains, not this process: its trace reader has every core
   CLI::App& command = *c.doctor;
   const OptionTexts given = given_options(command, c.doctor_options);
   for (const auto& [name, value] : given) {

@@ -7,7 +7,6 @@
 #include "cli.h"
 #include "ddpscope/error.h"
 #include "dist/world.h"
-#include "tensor/gemm.h"
 
 namespace {
 
@@ -29,7 +28,6 @@ int main(int argc, char** argv) {
   // A file size limit (or quota) must fail a write with EFBIG, reported with the file's
   // name, not kill the process with SIGXFSZ halfway through a row.
   std::signal(SIGXFSZ, SIG_IGN);
-  ddp::stop_idle_gemm_threads();
   int code = 0;
   bool alike_on_every_rank = false;
   try {

@@ -28,7 +28,7 @@ constexpr std::size_t kClosingRoom = 8 + PartParser::kPadding;
 // whole part before X.
 constexpr std::uint64_t kCutWindow = std::uint64_t{64} << 10;
 
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+bool is_blank_in_line(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 // What stands around a part in the middle of the file, so that it is whole JSON: the start of
 // the object or array the events are in, and a closing null after the last event.
@@ -208,7 +208,7 @@ class StreamParts : public PartSource {
 
 std::size_t last_cut(std::string_view text) {
   const auto blanks_before = [&](std::size_t i, bool lines) {
-    while (i > 0 && (is_blank(text[i - 1]) || (lines && text[i - 1] == '\n'))) --i;
+    while (i > 0 && (is_blank_in_line(text[i - 1]) || (lines && text[i - 1] == '\n'))) --i;
     return i;
   };
   std::size_t same_line = std::string_view::npos;

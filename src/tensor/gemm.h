@@ -29,8 +29,8 @@ void gemm_with(GemmBackend backend, Trans trans_a, Trans trans_b, int64_t m, int
 void set_gemm_threads(int threads);
 
 // OpenBLAS starts its threads when the program loads, and each spins about a tenth of a second
-// waiting for work, taking a core from whatever the program does first (a trace read runs on
-// every core). This stops them; the first GEMM that uses threads starts them again.
+// waiting for work, taking a core from whatever the program does first: a command that runs no
+// GEMM (reading traces on every core) stops them.
 void stop_idle_gemm_threads();
 
 }  // namespace ddp

@@ -132,6 +132,26 @@ TEST_F(GemmTest, BetaZeroIgnoresOldContents) {
   }
 }
 
+// A command that runs no GEMM stops OpenBLAS's idle threads; a GEMM after it, on several
+// threads, starts them again and is still right.
+TEST_F(GemmTest, AfterTheIdleThreadsAreStoppedAGemmOnThreadsIsRight) {
+  stop_idle_gemm_threads();
+  stop_idle_gemm_threads();  // twice: nothing left to stop
+  set_gemm_threads(2);
+  std::mt19937 rng(11);
+  constexpr int64_t kM = 512, kN = 512, kK = 256;  // large enough for OpenBLAS to split it
+  const std::vector<float> a = random_matrix(kM * kK, rng);
+  const std::vector<float> b = random_matrix(kK * kN, rng);
+  std::vector<double> expected, magnitude;
+  naive_gemm(Trans::kNo, Trans::kNo, kM, kN, kK, 1.0, a, kK, b, kN, 0.0, std::vector<float>(kM * kN, 0.0f), kN,
+             expected, magnitude);
+  std::vector<float> c(kM * kN);
+  gemm_with(GemmBackend::kOpenBlas, Trans::kNo, Trans::kNo, kM, kN, kK, 1.0f, a.data(), kK, b.data(), kN, 0.0f,
+            c.data(), kN);
+  for (int64_t i = 0; i < kM * kN; ++i) ASSERT_NEAR(c[i], expected[i], 1e-5 * magnitude[i]) << i;
+  set_gemm_threads(1);
+}
+
 // K = 0 is an empty sum: C = beta * C.
 TEST_F(GemmTest, EmptyInnerDimensionScalesC) {
   const float a = 0.0f, b = 0.0f;

@@ -120,15 +120,16 @@ class FileParts : public PartSource {
   // last in kCutWindow bytes before it, else in the part before it; nullopt where neither has one.
   std::optional<std::uint64_t> cut_before(std::uint64_t at, const PartText& text, std::size_t room,
                                           std::uint64_t from) {
+    thread_local std::string scratch;  // a window outside the part's own bytes (rare)
     for (const std::uint64_t reach : {window_, part_bytes_}) {
       const std::uint64_t start = at - std::min(reach, at);
       std::string_view window;
       if (start >= from) {
         window = std::string_view(text.bytes.data() + room + (start - from), at - start);
       } else {
-        scratch_.resize(at - start);
-        read_at(scratch_.data(), at - start, start);
-        window = scratch_;
+        scratch.resize(at - start);
+        read_at(scratch.data(), at - start, start);
+        window = scratch;
       }
       if (const std::size_t cut = last_cut(window); cut != std::string_view::npos) return start + cut;
     }
@@ -153,10 +154,7 @@ class FileParts : public PartSource {
   std::uint64_t window_;
   Frame frame_;
   std::atomic<std::size_t> next_{0};
-  static thread_local std::string scratch_;  // a window outside a part's own bytes (rare)
 };
-
-thread_local std::string FileParts::scratch_;
 
 class StreamParts : public PartSource {
  public:

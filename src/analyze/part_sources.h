@@ -35,7 +35,7 @@ struct PartText {
 };
 
 struct Part {
-  std::size_t index = 0;  // in the file's order, from 0
+  std::size_t index = 0;   // in the file's order, from 0
   bool cut_after = false;  // it ends with the closing null (trace_parts.h), before the file's end
   double read_share = 0;   // of the file, up to this part's end; 0 where the source says it itself
 };

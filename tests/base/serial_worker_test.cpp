@@ -82,7 +82,8 @@ TEST(SerialWorker, DestroyedUnfinishedItDropsWhatWaitsAndJoins) {
       ++ran;
     });
     for (int i = 0; i < 3; ++i) worker.give([&] { ++ran; });
-  }  // as when the stage that gives throws
+    // Gone unfinished, as when the stage that gives throws.
+  }
   EXPECT_LE(ran, 1);  // at most the one running; the three waiting are dropped
   const int after = ran;
   std::this_thread::sleep_for(std::chrono::milliseconds(20));

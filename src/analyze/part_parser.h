@@ -26,16 +26,15 @@ class PartParser {
   // The bytes a part's text must have after its end (simdjson reads whole SIMD blocks).
   static constexpr std::size_t kPadding = simdjson::SIMDJSON_PADDING;
 
-  // The longest part it reads (trace_parts.cpp cuts parts far shorter).
+  // The longest part it reads (part_sources.cpp cuts parts far shorter).
   static constexpr std::size_t kMostPartBytes = std::size_t{64} << 20;
 
   PartParser();
 
   // `padded` holds the part's `length` bytes and at least kPadding more. nullopt where it is not
-  // valid JSON (as far as it is read: values the analysis does not use are skipped by their
-  // structure), nests deeper than kMaxJsonDepth, or, when `cut_after` (it ends with the
-  // closing null of trace_parts.h), was not cut between two events: the one pass then says
-  // what is wrong.
+  // valid JSON (values the analysis does not use are checked, not kept), nests deeper than
+  // kMaxJsonDepth, or, when `cut_after` (it ends with the closing null of trace_parts.h), was
+  // not cut between two events: the one pass then says what is wrong.
   std::optional<ParsedPart> parse(std::string_view padded, std::size_t length, bool cut_after);
 
  private:

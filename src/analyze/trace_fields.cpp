@@ -148,8 +148,9 @@ EventKind EventMaker::kind_of(std::string_view category) {
 }
 
 bool EventMaker::make(const EventFields& e, TraceEvent& out) {
-  if (e.phase.text != "X" || e.name.text.empty() || !std::isfinite(e.ts) || !std::isfinite(e.dur) || e.dur < 0)
+  if (e.phase.text != "X" || e.name.text.empty() || !std::isfinite(e.ts) || !std::isfinite(e.dur) || e.dur < 0) {
     return false;
+  }
   const EventKind kind = kind_of(e.category.text);
   if (kind == EventKind::kOther) return false;
   // Microseconds (Chrome's trace format) to integer nanoseconds; a start plus a duration must fit

@@ -62,6 +62,21 @@ void expect_same(TraceFile& parts, TraceFile& one_pass) {
   }
 }
 
+// A small file read in parts of 64 bytes: where `readable`, what one pass reads (its events
+// named); else refused in parts and by one pass alike.
+void expect_parts_read_or_refuse_as_one_pass(const fs::path& dir, const std::string& text, bool readable) {
+  const std::string path = write(dir / "t.json", text).string();
+  std::optional<TraceFile> parts = read_trace_in_parts(path, 64);
+  EXPECT_EQ(parts.has_value(), readable);
+  if (readable && parts) {
+    TraceFile one_pass = read_trace_text(text, path);
+    ASSERT_GE(one_pass.names.size(), 2U);
+    expect_same(*parts, one_pass);
+  } else {
+    EXPECT_THROW(read_trace_text(text, path), DataError);
+  }
+}
+
 TEST(TraceParts, CutsBetweenTwoEventsOfTheArray) {
   const std::string kineto = "{\n  \"traceEvents\": [\n  {\n    \"ph\": \"X\"\n  },\n  {\n    \"ph\": \"X\"\n  }\n";
   EXPECT_EQ(last_cut(kineto), kineto.rfind('{'));
@@ -205,15 +220,7 @@ TEST(TraceParts, WhatTheAnalysisDoesNotReadIsCheckedAsTheOnePassChecksIt) {
                                                  {event_with(R"("\x")"), false},
                                                  {event_with(R"("a\u0001b")"), true}}) {
     SCOPED_TRACE(text);
-    const std::string path = write(dir / "t.json", text).string();
-    std::optional<TraceFile> parts = read_trace_in_parts(path, 64);
-    EXPECT_EQ(parts.has_value(), readable);
-    if (readable && parts) {
-      TraceFile one_pass = read_trace_text(text, path);
-      expect_same(*parts, one_pass);
-    } else {
-      EXPECT_THROW(read_trace_text(text, path), DataError);
-    }
+    expect_parts_read_or_refuse_as_one_pass(dir, text, readable);
   }
 }
 
@@ -261,16 +268,7 @@ TEST(TraceParts, KeysAndStringsWithEscapesAreDecodedAsInOnePass) {
            {events(R"({"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, "ts": 1)"), false},
            {events(R"({"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "zz": ["a": 1]})"), false}}) {
     SCOPED_TRACE(text);
-    const std::string path = write(dir / "t.json", text).string();
-    std::optional<TraceFile> parts = read_trace_in_parts(path, 64);
-    EXPECT_EQ(parts.has_value(), readable);
-    if (readable && parts) {
-      TraceFile one_pass = read_trace_text(text, path);
-      ASSERT_GE(one_pass.names.size(), 2U);
-      expect_same(*parts, one_pass);
-    } else {
-      EXPECT_THROW(read_trace_text(text, path), DataError);
-    }
+    expect_parts_read_or_refuse_as_one_pass(dir, text, readable);
   }
 }
 
